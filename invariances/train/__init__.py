@@ -1,0 +1,1 @@
+"Subpackage: see the notebooks in nbs/."
