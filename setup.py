@@ -22,7 +22,10 @@ setuptools.setup(
     url=cfg["git_url"],
     keywords=cfg["keywords"].split(),
     python_requires=f">={cfg['min_python']}",
-    packages=setuptools.find_packages(include=[cfg["lib_path"], cfg["lib_path"] + ".*"]),
+    # the dataset manifests live at the top of the repository and ship inside the package
+    packages=setuptools.find_packages(include=[cfg["lib_path"], cfg["lib_path"] + ".*"]) + ["invariances.data_manifests"],
+    package_dir={"invariances.data_manifests": "data_manifests"},
+    package_data={"invariances.data_manifests": ["*.yaml"]},
     include_package_data=True,
     install_requires=cfg["requirements"].split(),
     extras_require={"dev": cfg.get("dev_requirements", "").split()},

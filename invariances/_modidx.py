@@ -61,6 +61,8 @@ d = { 'settings': { 'branch': 'main',
                                    'invariances.repro.load_batch': ('repro.html#load_batch', 'invariances/repro.py'),
                                    'invariances.repro.main': ('repro.html#main', 'invariances/repro.py'),
                                    'invariances.repro.project_root': ('repro.html#project_root', 'invariances/repro.py'),
+                                   'invariances.repro.readme_from_index': ('repro.html#readme_from_index', 'invariances/repro.py'),
                                    'invariances.repro.run_batch': ('repro.html#run_batch', 'invariances/repro.py'),
                                    'invariances.repro.run_key': ('repro.html#run_key', 'invariances/repro.py'),
-                                   'invariances.repro.summary_markdown': ('repro.html#summary_markdown', 'invariances/repro.py')}}}
+                                   'invariances.repro.summary_markdown': ('repro.html#summary_markdown', 'invariances/repro.py'),
+                                   'invariances.repro.write_readme': ('repro.html#write_readme', 'invariances/repro.py')}}}

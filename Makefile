@@ -1,0 +1,42 @@
+# Two commands for a fresh machine with Python 3.11: `make repro` (the main job) and `make test` (everything CI checks).
+# Both create or refresh the project's virtual environment in .venv/ (re-installed when settings.ini or setup.py change).
+
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-$(shell cat settings.ini setup.py | sha256sum | cut -c1-16)
+BATCH  ?= cpu
+export MPLBACKEND := Agg
+
+.PHONY: venv test repro bench readme sync clean-runs
+
+venv: $(STAMP)
+
+$(STAMP):
+	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] >= (3, 11), f"Python 3.11+ needed, found {sys.version.split()[0]} at {sys.executable}"'
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	rm -f $(VENV)/.installed-*
+	touch $@
+
+# The test command (CI runs exactly this): nbdev's CI checks, the notebooks' own tests, pytest, the smoke batch.
+test: venv
+	$(BIN)/python -m pytest -q tests/test_sync.py
+	$(BIN)/nbdev_test --flags slow
+	$(BIN)/python -m pytest -q tests
+	$(BIN)/invariances-repro smoke
+
+# The main job: the `cpu` batch on the embedded synthetic data (BATCH=real for real data under $$INVARIANCES_DATA).
+repro: venv
+	$(BIN)/invariances-repro $(BATCH)
+
+bench: venv
+	@for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+readme: venv
+	$(BIN)/python -c "from invariances.repro import write_readme; write_readme()"
+
+# Regenerate the library and clean the notebooks after editing them.
+sync: venv
+	$(BIN)/nbdev_export && $(BIN)/nbdev_clean && $(MAKE) readme

@@ -1,0 +1,120 @@
+"""End-to-end tests of the batch runner (`invariances-repro`) on a throw-away project with tiny notebooks:
+refusals, a failing run among passing ones, skip-if-unchanged, and finishing a batch killed halfway."""
+import json, os, signal, subprocess, sys, time
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from invariances.repro import main
+
+BIN = Path(sys.executable).parent
+
+
+def notebook(path, params=None, body=""):
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "language": "python", "display_name": "Python 3"}
+    if params is not None: nb.cells.append(nbformat.v4.new_code_cell(params, metadata={"tags": ["parameters"]}))
+    nb.cells.append(nbformat.v4.new_code_cell(body))
+    nbformat.write(nb, str(path))
+
+
+WRITE = "from invariances.core import RunDir\nrun = RunDir(params={'n': n})\nrun.json({'n': n}, 'out')\nrun.finish()"
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    (tmp_path / "settings.ini").write_text("[DEFAULT]\n")
+    (tmp_path / "repro" / "batches").mkdir(parents=True)
+    exp = tmp_path / "nbs" / "experiments"; exp.mkdir(parents=True)
+    notebook(exp / "ok.ipynb", "n = 1", WRITE)
+    notebook(exp / "fail.ipynb", "n = 1", "raise RuntimeError('deliberate failure')")
+    notebook(exp / "noparams.ipynb", None, "x = 1")
+    notebook(exp / "slow.ipynb", "n = 1\nwait_s = 0.0",
+             "import time, pathlib, os\npathlib.Path(os.environ['INVARIANCES_RUN_DIR'], 'started').touch()\n"
+             "time.sleep(wait_s)\n" + WRITE)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def batch(project, name, runs):
+    (project / "repro" / "batches" / f"{name}.yaml").write_text(json.dumps({"runs": runs}))  # JSON is YAML
+
+
+def out(project, name, run): return project / "repro" / "runs" / name / run
+
+
+def test_refuses_notebook_without_parameters_cell(project, capsys):
+    batch(project, "b", [{"name": "np", "notebook": "noparams.ipynb"}, {"name": "ok", "notebook": "ok.ipynb"}])
+    assert main(["b"]) == 1
+    text = capsys.readouterr().out
+    assert "noparams.ipynb: no cell tagged `parameters`" in text
+    assert (out(project, "b", "ok") / ".done.json").is_file()            # the other run still ran
+    assert not out(project, "b", "np").exists()                            # nothing ran for the refused one
+
+
+def test_refuses_unknown_parameter(project, capsys):
+    batch(project, "b", [{"name": "ok", "notebook": "ok.ipynb", "parameters": {"m": 2}}])
+    assert main(["b"]) == 1
+    assert "ok.ipynb: unknown parameter(s) ['m']; the notebook declares ['n']" in capsys.readouterr().out
+
+
+def test_failing_run_does_not_stop_batch(project, capsys):
+    batch(project, "b", [{"name": "f", "notebook": "fail.ipynb"}, {"name": "ok", "notebook": "ok.ipynb", "parameters": {"n": 7}}])
+    assert main(["b"]) == 1
+    assert json.loads((out(project, "b", "ok") / "out.json").read_text()) == {"n": 7}   # the parameter reached the notebook
+    assert not (out(project, "b", "f") / ".done.json").exists()
+    assert "deliberate failure" in (out(project, "b", "f") / "log.txt").read_text()
+    summary = (project / "repro" / "runs" / "b" / "SUMMARY.md").read_text()
+    assert "| f | failed |" in summary and "| ok | ok |" in summary
+    prov = json.loads((out(project, "b", "ok") / "provenance.json").read_text())
+    assert prov["params"] == {"n": 7} and prov["runner"]["status"] == "ok"
+
+
+def test_skips_unchanged_and_reruns_changed(project, capsys):
+    batch(project, "b", [{"name": "ok", "notebook": "ok.ipynb"}])
+    assert main(["b"]) == 0
+    stamp = (out(project, "b", "ok") / "out.json").stat().st_mtime_ns
+    assert main(["b"]) == 0
+    assert "unchanged, skipped" in capsys.readouterr().out
+    assert (out(project, "b", "ok") / "out.json").stat().st_mtime_ns == stamp
+    assert main(["b", "--force"]) == 0                                      # --force re-runs
+    assert (out(project, "b", "ok") / "out.json").stat().st_mtime_ns != stamp
+    batch(project, "b", [{"name": "ok", "notebook": "ok.ipynb", "parameters": {"n": 3}}])
+    capsys.readouterr(); assert main(["b"]) == 0                            # a changed parameter re-runs
+    assert "skipped" not in capsys.readouterr().out
+    assert json.loads((out(project, "b", "ok") / "out.json").read_text()) == {"n": 3}
+
+
+def test_only_and_list(project, capsys):
+    batch(project, "b", [{"name": "a", "notebook": "ok.ipynb"}, {"name": "c", "notebook": "ok.ipynb"}])
+    assert main(["b", "--only", "c"]) == 0
+    assert (out(project, "b", "c") / ".done.json").is_file() and not out(project, "b", "a").exists()
+    assert main(["b", "--list"]) == 0
+    listing = capsys.readouterr().out
+    assert "a " in listing and "not run" in listing and "done" in listing
+    assert main(["b", "--only", "zzz"]) == 2
+
+
+def test_batch_killed_halfway_finishes_without_redoing(project):
+    batch(project, "b", [{"name": "first", "notebook": "ok.ipynb"},
+                         {"name": "second", "notebook": "slow.ipynb", "parameters": {"wait_s": 1.0}}])
+    # the runner (and its kernel) is killed while `second` is running; started again, it must skip `first`
+    proc = subprocess.Popen([BIN / "invariances-repro", "b"], cwd=project, start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    started = out(project, "b", "second") / "started"
+    deadline = time.time() + 120
+    while not started.exists():
+        assert proc.poll() is None, proc.stdout.read().decode()
+        assert time.time() < deadline, "the second run never started"
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL); proc.wait()
+    assert (out(project, "b", "first") / ".done.json").is_file()
+    assert not (out(project, "b", "second") / ".done.json").exists()
+    first_stamp = (out(project, "b", "first") / "out.json").stat().st_mtime_ns
+    res = subprocess.run([BIN / "invariances-repro", "b"], cwd=project, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "[1/2] first: unchanged, skipped" in res.stdout
+    assert "[2/2] second: ok" in res.stdout
+    assert (out(project, "b", "first") / "out.json").stat().st_mtime_ns == first_stamp
+    assert (out(project, "b", "second") / ".done.json").is_file()
