@@ -1,0 +1,123 @@
+"""MoCo-v2 training throughput next to the bare forward+backward of the same backbone and batch, in one run.
+
+    PYTHONPATH=. python bench/bench_moco.py [--threads 2] [--steps 6] [--only NAME ...] [--out bench/results/moco.json]
+
+For each backbone/image-size/batch below it measures, alternating so that a shared machine's noise hits both alike:
+  * bare:  the query backbone alone, forward + backward + SGD step on a ready float batch (no augmentation, no head);
+  * moco:  one full MoCo-v2 step as the training loop runs it: uint8 -> float conversion, two augmented views (a
+           batched MoCo-v2-like stand-in policy: resized crop, flip, colour jitter, grayscale), query encoder + MLP head
+           forward/backward, shuffled split-BN key encoder forward, InfoNCE against the queue, enqueue, SGD step,
+           momentum update.
+Reported: images/s of each (median over the timed steps) and the ratio moco/bare step time (target <= 1.5).
+"""
+import argparse, json, statistics, sys, time
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from invariances.core import ImageSet, Runtime, to_float_images, write_json, provenance
+from invariances.models import BackboneConfig, Encoder
+from invariances.train.loop import _make_optimizer
+from invariances.train.moco import MoCo, MocoConfig
+from invariances.train.supervised import RandomResizedCropFlip
+
+
+class MocoV2StandIn:
+    "Batched stand-in for the MoCo-v2 policy (no blur): resized crop (0.2-1), flip, jitter 0.4/0.4/0.4 p=0.8, gray p=0.2."
+    def __init__(self, size):
+        self.crop = RandomResizedCropFlip(size, scale=(0.2, 1.0))
+
+    def __call__(self, x, generator=None):
+        v, p = self.crop(x, generator)
+        n, dev = len(v), v.device
+        u = lambda: torch.rand(n, 1, 1, 1, device=dev, generator=generator)
+        jitter = u() < 0.8
+        b, c, s = (1 + 0.4 * (2 * u() - 1) for _ in range(3))
+        gray = (0.299 * v[:, 0:1] + 0.587 * v[:, 1:2] + 0.114 * v[:, 2:3])
+        j = v * b
+        j = (j - j.mean((1, 2, 3), keepdim=True)) * c + j.mean((1, 2, 3), keepdim=True)
+        g = gray * b
+        j = (j - g) * s + g
+        v = torch.where(jitter, j, v).clamp(0, 1)
+        gray = (0.299 * v[:, 0:1] + 0.587 * v[:, 1:2] + 0.114 * v[:, 2:3]).expand_as(v)
+        v = torch.where(u() < 0.2, gray, v)
+        return v.contiguous(), p
+
+
+CASES = {  # name: (arch, width, small_stem, image_size, batch)
+    "r18-64-std": ("resnet18", 1.0, False, 64, 128),
+    "r18w0.5-64-std": ("resnet18", 0.5, False, 64, 128),
+    "r18-32-small": ("resnet18", 1.0, True, 32, 128),
+    "r18w0.5-32-small": ("resnet18", 0.5, True, 32, 128),
+    "r18-64-small": ("resnet18", 1.0, True, 64, 64),
+    "r50-64-std": ("resnet50", 1.0, False, 64, 64),
+}
+
+
+def bench_case(name, arch, width, small_stem, size, batch, steps, runtime, queue=4096):
+    rng = np.random.default_rng(0)
+    data = ImageSet(rng.integers(0, 256, (batch * 2, size, size, 3), dtype=np.uint8))
+    cfg = MocoConfig(arch=arch, width=width, small_stem=small_stem, image_size=size, batch_size=batch, steps=100,
+                     lr=0.06, queue_size=queue, key_momentum=0.99, bn_splits=4)
+    moco = runtime.model(MoCo(cfg, MocoV2StandIn(size))).train()
+    opt_m = _make_optimizer(moco, cfg)
+    gen = torch.Generator().manual_seed(0)
+    bare = runtime.model(Encoder(BackboneConfig(arch, width, small_stem))).train()
+    opt_b = torch.optim.SGD(bare.parameters(), lr=0.01, momentum=0.9, weight_decay=1e-4)
+    xb = runtime.images(torch.rand(batch, 3, size, size))
+
+    def step_bare():
+        loss = bare(xb).pow(2).mean()
+        opt_b.zero_grad(set_to_none=True); loss.backward(); opt_b.step()
+
+    def step_moco():
+        idx = torch.randperm(len(data), generator=gen)[:batch]
+        x = runtime.images(to_float_images(data.images[idx.numpy()], runtime.device))
+        with runtime.autocast(): loss, _ = moco(x, idx, gen)
+        opt_m.zero_grad(set_to_none=True); loss.backward(); opt_m.step(); moco.after_step()
+
+    def timed(f):
+        t = time.perf_counter(); f()
+        if runtime.device.type == "cuda": torch.cuda.synchronize()
+        return time.perf_counter() - t
+
+    timed(step_bare); timed(step_moco)  # warm-up (allocator, kernels)
+    tb, tm = [], []
+    for _ in range(steps):  # alternate so that load spikes from other processes hit both
+        tb.append(timed(step_bare)); tm.append(timed(step_moco))
+    b, m = statistics.median(tb), statistics.median(tm)
+    # the augmentation's share, measured alone
+    x = torch.rand(batch, 3, size, size, device=runtime.device)
+    ta = statistics.median(timed(lambda: (moco.policy(x, gen), moco.policy(x, gen))) for _ in range(3))
+    return {"case": name, "arch": arch, "width": width, "small_stem": small_stem, "image_size": size, "batch": batch,
+            "bare_img_s": round(batch / b, 1), "moco_img_s": round(batch / m, 1), "ratio": round(m / b, 2),
+            "augment_share": round(ta / m, 3), "bare_step_s": round(b, 3), "moco_step_s": round(m, 3),
+            "feature_dim": BackboneConfig(arch, width, small_stem).feature_dim}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--threads", type=int, default=2); ap.add_argument("--steps", type=int, default=6)
+    ap.add_argument("--only", nargs="*"); ap.add_argument("--out", default="bench/results/moco.json")
+    ap.add_argument("--device", default=None); ap.add_argument("--channels-last", action="store_true")
+    a = ap.parse_args()
+    torch.set_num_threads(a.threads)
+    rt = Runtime.detect(a.device)
+    if a.channels_last: rt = Runtime(rt.device, rt.amp_dtype, True)
+    started = time.time(); rows = []
+    for name, case in CASES.items():
+        if a.only and name not in a.only: continue
+        r = bench_case(name, *case, steps=a.steps, runtime=rt)
+        rows.append(r)
+        print(f"{name:18s} bare {r['bare_img_s']:7.1f} img/s   moco {r['moco_img_s']:7.1f} img/s   "
+              f"ratio {r['ratio']:.2f}   augment {100 * r['augment_share']:.0f}% of the moco step", flush=True)
+    write_json(a.out, {"rows": rows, "provenance": provenance({"threads": a.threads, "steps": a.steps,
+                                                              "channels_last": a.channels_last}, started=started, runtime=rt)})
+    print(f"wrote {a.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,61 @@
+"""Worker for tests/test_train.py: a tiny MoCo-v2 run, optionally killed with SIGKILL in the middle of a step.
+
+python tests/_train_worker.py OUT_DIR [--kill-at-view N] [--steps S]   (also run under torchrun for the DDP test)
+"""
+import argparse, os, signal, sys
+from pathlib import Path
+
+import numpy as np, pandas as pd, torch
+import torch.nn.functional as F
+
+from invariances.core import ImageSet
+from invariances.train.moco import MocoConfig, train_moco
+from invariances.train.loop import world_info
+
+
+def standin_policy(x, generator=None, size=16, pad=2):
+    "Random crop after reflection padding + horizontal flip, vectorised (a stand-in for invariances.policies)."
+    n, dev = len(x), x.device
+    xp = F.pad(x, (pad,) * 4, mode="reflect")
+    oy, ox = (torch.randint(0, xp.shape[-1] - size + 1, (n,), generator=generator, device=dev) for _ in range(2))
+    rows = (oy[:, None] + torch.arange(size, device=dev))[:, None, :, None]
+    cols = (ox[:, None] + torch.arange(size, device=dev))[:, None, None, :]
+    flip = torch.rand(n, generator=generator, device=dev) < 0.5
+    cols = torch.where(flip[:, None, None, None], cols.flip(-1), cols)
+    return xp[torch.arange(n, device=dev)[:, None, None, None], torch.arange(3, device=dev)[None, :, None, None], rows, cols], {}
+
+
+def tiny_set(n=48, size=16):
+    rng = np.random.default_rng(0)
+    return ImageSet(rng.integers(0, 256, (n, size, size, 3), dtype=np.uint8), pd.DataFrame({"target": rng.integers(0, 4, n)}), "tiny")
+
+
+def tiny_config(steps=8, batch_size=8):
+    return MocoConfig(arch="resnet18", width=0.25, small_stem=True, image_size=16, batch_size=batch_size, steps=steps,
+                      lr=0.05, queue_size=20, key_momentum=0.9, bn_splits=2, checkpoint_every=2, seed=3, warmup_steps=2)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("out_dir"); ap.add_argument("--kill-at-view", type=int, default=None)
+    ap.add_argument("--steps", type=int, default=8); ap.add_argument("--batch-size", type=int, default=8)
+    a = ap.parse_args()
+    torch.set_num_threads(1)
+    calls = [0]
+
+    def policy(x, generator=None):
+        calls[0] += 1
+        if a.kill_at_view is not None and calls[0] == a.kill_at_view:
+            os.kill(os.getpid(), signal.SIGKILL)  # a hard kill in the middle of a training step
+        return standin_policy(x, generator)
+
+    cfg = tiny_config(a.steps, a.batch_size)
+    enc = train_moco(tiny_set(), cfg, a.out_dir, policy=policy, progress=False)
+    rank, world, _ = world_info()
+    ck = torch.load(Path(a.out_dir) / "checkpoint.pt", weights_only=True)
+    # what this process holds at the end (the live module, not the file), for the DDP consistency check
+    torch.save({"encoder": enc.backbone.state_dict(), "step": ck["step"]}, Path(a.out_dir) / f"final_rank{rank}.pt")
+
+
+if __name__ == "__main__":
+    main()
