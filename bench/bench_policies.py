@@ -3,7 +3,7 @@ and vs a ResNet-18 training step on the same batch. 64x64 images, batch 256, 2 t
 
     PYTHONPATH=. python bench/bench_policies.py [--batch 256] [--size 64] [--repeats 5]
 """
-import argparse, random, statistics, time
+import argparse, os, random, statistics, time
 
 import numpy as np
 import torch
@@ -78,13 +78,23 @@ def main():
         t_pil.append(timed(run_pil, 1)); t_batched.append(timed(run_batched, 3)); t_step.append(timed(run_step, 1))
     tp, tb, ts = statistics.median(t_pil), statistics.median(t_batched), statistics.median(t_step)
     n = args.batch
-    print(f"default policy, {args.size}x{args.size}, batch {n}, {args.threads} threads, torch {torch.__version__}")
+    print(f"default policy, {args.size}x{args.size}, batch {n}, {args.threads} threads, torch {torch.__version__}, "
+          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs (other processes slow all three alike)")
     print(f"  torchvision per-image PIL pipeline : {n / tp:9.0f} views/s  ({tp * 1000:7.1f} ms/batch)")
     print(f"  batched invariances.policies       : {n / tb:9.0f} views/s  ({tb * 1000:7.1f} ms/batch)")
     print(f"  speed-up batched / PIL             : {tp / tb:9.1f} x   (target >= 5)")
     print(f"  ResNet-18 train step (fwd+bwd+SGD) : {n / ts:9.0f} img/s   ({ts * 1000:7.1f} ms/batch)")
     print(f"  batched policy / train step        : {tb / ts * 100:9.1f} %   (target < 10%; a MoCo step needs 2 views: {2 * tb / ts * 100:.1f} %)")
     print(f"  PIL pipeline / train step          : {tp / ts * 100:9.1f} %")
+    # where the batched policy spends its time (same batch, same parameters)
+    x = to_float_images(images)
+    p = policy.sample(n, g, args.size, args.size)
+    geo = policy["crop"].matrix(p["crop"]) @ policy["flip"].matrix(p["flip"])
+    from invariances.policies import warp
+    parts = {"crop+flip (one grid_sample)": lambda: warp(x, geo, args.size)}
+    for a in ("jitter", "grayscale", "blur"): parts[a] = (lambda a=a: policy[a].apply(x, p[a]))
+    parts["sampling parameters"] = lambda: policy.sample(n, g, args.size, args.size)
+    print("  breakdown (whole batch, no chunking):", ", ".join(f"{k} {timed(f, args.repeats) * 1000:.1f} ms" for k, f in parts.items()))
 
 
 if __name__ == "__main__":
