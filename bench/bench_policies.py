@@ -94,7 +94,10 @@ def main():
     parts = {"crop+flip (one grid_sample)": lambda: warp(x, geo, args.size)}
     for a in ("jitter", "grayscale", "blur"): parts[a] = (lambda a=a: policy[a].apply(x, p[a]))
     parts["sampling parameters"] = lambda: policy.sample(n, g, args.size, args.size)
-    print("  breakdown (whole batch, no chunking):", ", ".join(f"{k} {timed(f, args.repeats) * 1000:.1f} ms" for k, f in parts.items()))
+    torch.set_num_threads(policy.cpu_threads or args.threads)  # as Policy.apply runs them
+    print(f"  breakdown ({torch.get_num_threads()} thread, whole batch, no chunking):",
+          ", ".join(f"{k} {timed(f, args.repeats) * 1000:.1f} ms" for k, f in parts.items()))
+    torch.set_num_threads(args.threads)
 
 
 if __name__ == "__main__":
