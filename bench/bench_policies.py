@@ -3,7 +3,7 @@ and vs a ResNet-18 training step on the same batch. 64x64 images, batch 256, 2 t
 
     PYTHONPATH=. python bench/bench_policies.py [--batch 256] [--size 64] [--repeats 5]
 """
-import argparse, random, statistics, time
+import argparse, os, random, statistics, time
 
 import numpy as np
 import torch
@@ -61,6 +61,20 @@ def main():
     mean = torch.tensor([0.485, 0.456, 0.406]).view(1, 3, 1, 1); std = torch.tensor([0.229, 0.224, 0.225]).view(1, 3, 1, 1)
 
     def run_pil(): return torch.stack([pil(im) for im in pil_images])
+
+    try:  # kornia's batched equivalent (per-sample parameters), run single-threaded like ours
+        import kornia.augmentation as K
+        k = max(3, 2 * round(3 * 2.0 * args.size / 224) + 1)
+        kaug = K.AugmentationSequential(
+            K.RandomResizedCrop((args.size, args.size), scale=(0.2, 1.0)), K.ColorJitter(0.4, 0.4, 0.4, 0.1, p=0.8),
+            K.RandomGrayscale(p=0.2), K.RandomGaussianBlur((k, k), (0.1 * args.size / 224, 2.0 * args.size / 224), p=0.5),
+            K.RandomHorizontalFlip())
+        def run_kornia():
+            t = torch.get_num_threads(); torch.set_num_threads(policy.cpu_threads or t)
+            try: return (kaug(to_float_images(images)) - mean) / std
+            finally: torch.set_num_threads(t)
+    except Exception as e:  # noqa: BLE001 - kornia is optional here
+        print(f"(kornia unavailable: {e})"); run_kornia = None
     def run_batched(): return (policy(to_float_images(images), g)[0] - mean) / std  # same work: uint8 in, normalised out
 
     model = torchvision.models.resnet18()
@@ -73,18 +87,35 @@ def main():
         opt.step()
 
     # interleave the measurements so that load from other processes hits all three alike
-    t_pil, t_batched, t_step = [], [], []
+    t_pil, t_batched, t_step, t_kornia = [], [], [], []
     for _ in range(args.repeats):
         t_pil.append(timed(run_pil, 1)); t_batched.append(timed(run_batched, 3)); t_step.append(timed(run_step, 1))
+        if run_kornia: t_kornia.append(timed(run_kornia, 1))
     tp, tb, ts = statistics.median(t_pil), statistics.median(t_batched), statistics.median(t_step)
     n = args.batch
-    print(f"default policy, {args.size}x{args.size}, batch {n}, {args.threads} threads, torch {torch.__version__}")
+    print(f"default policy, {args.size}x{args.size}, batch {n}, {args.threads} threads, torch {torch.__version__}, "
+          f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs (other processes slow all three alike)")
     print(f"  torchvision per-image PIL pipeline : {n / tp:9.0f} views/s  ({tp * 1000:7.1f} ms/batch)")
     print(f"  batched invariances.policies       : {n / tb:9.0f} views/s  ({tb * 1000:7.1f} ms/batch)")
+    if t_kornia:
+        tk = statistics.median(t_kornia)
+        print(f"  kornia 0.9 AugmentationSequential  : {n / tk:9.0f} views/s  ({tk * 1000:7.1f} ms/batch)")
     print(f"  speed-up batched / PIL             : {tp / tb:9.1f} x   (target >= 5)")
     print(f"  ResNet-18 train step (fwd+bwd+SGD) : {n / ts:9.0f} img/s   ({ts * 1000:7.1f} ms/batch)")
     print(f"  batched policy / train step        : {tb / ts * 100:9.1f} %   (target < 10%; a MoCo step needs 2 views: {2 * tb / ts * 100:.1f} %)")
     print(f"  PIL pipeline / train step          : {tp / ts * 100:9.1f} %")
+    # where the batched policy spends its time (same batch, same parameters)
+    x = to_float_images(images)
+    p = policy.sample(n, g, args.size, args.size)
+    geo = policy["crop"].matrix(p["crop"]) @ policy["flip"].matrix(p["flip"])
+    from invariances.policies import warp
+    parts = {"crop+flip (one grid_sample)": lambda: warp(x, geo, args.size)}
+    for a in ("jitter", "grayscale", "blur"): parts[a] = (lambda a=a: policy[a].apply(x, p[a]))
+    parts["sampling parameters"] = lambda: policy.sample(n, g, args.size, args.size)
+    torch.set_num_threads(policy.cpu_threads or args.threads)  # as Policy.apply runs them
+    print(f"  breakdown ({torch.get_num_threads()} thread, whole batch, no chunking):",
+          ", ".join(f"{k} {timed(f, args.repeats) * 1000:.1f} ms" for k, f in parts.items()))
+    torch.set_num_threads(args.threads)
 
 
 if __name__ == "__main__":
