@@ -8,8 +8,8 @@ import torch
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--n", type=int, default=1024); ap.add_argument("--size", type=int, default=64)
-    ap.add_argument("--batch", type=int, default=256); ap.add_argument("--device", default="cpu")
+    ap.add_argument("--n", type=int, default=512); ap.add_argument("--size", type=int, default=64)
+    ap.add_argument("--batch", type=int, default=512); ap.add_argument("--device", default="cpu")
     ap.add_argument("--build", type=int, default=0)
     a = ap.parse_args()
     from invariances.data.render import benchmark
