@@ -1,1 +1,0 @@
-"Subpackage: see the notebooks in nbs/."
