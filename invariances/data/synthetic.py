@@ -14,14 +14,15 @@ import pandas as pd
 import torch
 
 from ..core import ImageSet, atomic_path, cache_dir, config_key, file_digest, write_json, write_text
+from ..policies import blur_separable, gaussian_kernels
 from .render import (CATEGORIES, LATENT_NAMES, MAX_PARTS, OCCLUDER, RENDERER_VERSION, TEXTURES, Scene,
                                       camera_frame, category_id, latents, render, sample_scene)
 
 # %% auto #0
 __all__ = ['SPLITS', 'TRAJECTORY_FAMILIES', 'TRANSFORM_KINDS', 'DOWNSTREAM_TASKS', 'DATASETS', 'split_seed', 'cached_imageset',
            'render_batches', 'object_meta', 'object_set', 'scene_set', 'crop_boxes', 'cropped_boxes_set',
-           'occlusion_levels', 'trajectory_set', 'gaussian_blur', 'transform_groups', 'factor_set', 'downstream_set',
-           'video_set', 'synthetic_dataset']
+           'occlusion_levels', 'trajectory_set', 'transform_groups', 'factor_set', 'downstream_set', 'video_set',
+           'synthetic_dataset']
 
 # %% ../../nbs/02_synthetic.ipynb #eaa7a984
 SPLITS = ("train", "val", "test")
@@ -248,20 +249,6 @@ def trajectory_set(family: str, n_trajectories: int = 100, length: int = 8, size
 # %% ../../nbs/02_synthetic.ipynb #81572503
 TRANSFORM_KINDS = ("stereo", "pose_scale", "viewpoint", "illumination", "color_temperature", "exposure", "blur")
 
-def gaussian_blur(images: torch.Tensor, sigma: torch.Tensor) -> torch.Tensor:
-    "Blur float images `(n,3,H,W)` with a per-image Gaussian `sigma` (pixels; 0 = unchanged), separable, reflect-padded."
-    r = int(math.ceil(3 * float(sigma.max()))) if len(sigma) else 0
-    if r == 0: return images
-    x = torch.arange(-r, r + 1, dtype=images.dtype)
-    k = torch.exp(-x[None] ** 2 / (2 * sigma.clamp_min(1e-3)[:, None] ** 2)); k = k / k.sum(1, keepdim=True)
-    k = torch.where(sigma[:, None] > 0, k, (x[None] == 0).to(k.dtype))
-    n, c, H, W = images.shape
-    y = torch.nn.functional.pad(images, (r, r, r, r), mode="reflect").reshape(1, n * c, H + 2 * r, W + 2 * r)
-    kk = k.repeat_interleave(c, 0)
-    y = torch.nn.functional.conv2d(y, kk[:, None, None, :], groups=n * c)
-    y = torch.nn.functional.conv2d(y, kk[:, None, :, None], groups=n * c)
-    return y.view(n, c, H, W)
-
 def transform_groups(kind: str, n_groups: int = 200, length: int = 5, size: int = 64, seed: int = 0, split: str = "test",
                      device="cpu", verify: bool = True) -> ImageSet:
     "Groups of one scene under a real-world-like transform `kind` (see `TRANSFORM_KINDS`)."
@@ -269,6 +256,7 @@ def transform_groups(kind: str, n_groups: int = 200, length: int = 5, size: int 
     L = 2 if kind == "stereo" else int(length)
     if L < 2: raise ValueError(f"length must be >= 2, got {length}")
     params = dict(kind=kind, n=int(n_groups), length=L, size=int(size), seed=int(seed), split=split)
+    if kind == "blur": params["blur"] = "policies.blur_separable"
     def build():
         g = torch.Generator().manual_seed(split_seed(f"transform_{kind}", seed, split))
         base = sample_scene(n_groups, generator=g)
@@ -287,9 +275,10 @@ def transform_groups(kind: str, n_groups: int = 200, length: int = 5, size: int 
         else: param = u * 2.
         images, out = render_batches(s, size, device=device, keep=("boxes", "object_pixels"))
         if kind == "blur":
-            blurred = [gaussian_blur(torch.as_tensor(images[i:i + 512]).permute(0, 3, 1, 2).float(), param[i:i + 512])
-                       for i in range(0, len(images), 512)]
-            images = torch.cat(blurred).round().clamp(0, 255).to(torch.uint8).permute(0, 2, 3, 1).numpy()
+            # the same separable Gaussian as the training policies' and evaluation transforms' blur
+            x = torch.as_tensor(images).permute(0, 3, 1, 2).float()
+            x = blur_separable(x, gaussian_kernels(param, math.ceil(3 * float(param.max()))))
+            images = x.round().clamp(0, 255).to(torch.uint8).permute(0, 2, 3, 1).numpy()
         meta = object_meta(s, out)
         meta["trajectory"] = np.arange(n_groups).repeat(L); meta["step"] = np.tile(np.arange(L), n_groups)
         meta["param"] = param.numpy(); meta["kind"] = kind
