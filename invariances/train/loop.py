@@ -15,11 +15,13 @@ import torch
 import torch.nn as nn
 import torch.distributed as dist
 
-from ..core import ImageSet, Runtime, to_float_images, save_torch, write_json
+from ..core import ImageSet, Runtime, to_float_images, save_torch, write_json, provenance
+from ..models import BackboneConfig, save_backbone
 
 # %% auto #0
 __all__ = ['CHECKPOINT', 'LoopConfig', 'cosine_lr', 'EpochSampler', 'rng_state', 'set_rng_state', 'world_info',
-           'init_distributed', 'is_distributed', 'all_gather_cat', 'unwrap', 'TrainingDiverged', 'fit']
+           'init_distributed', 'is_distributed', 'all_gather_cat', 'unwrap', 'TrainingDiverged', 'fit', 'EncoderConfig',
+           'train_encoder']
 
 # %% ../../nbs/07_loop.ipynb #030c6dd7
 @dataclass
@@ -224,3 +226,30 @@ def fit(method: nn.Module, train_set: ImageSet, config: LoopConfig, out_dir: str
         write_json(out_dir / "history.json", history)
     return {"history": history, "steps": total, "resumed_from": resumed_from,
             "train_seconds": seconds_before + time.perf_counter() - t_start}
+
+# %% ../../nbs/07_loop.ipynb #69895013
+@dataclass
+class EncoderConfig(LoopConfig):
+    "Loop settings plus the backbone being trained; every method's config extends it."
+    arch: str = "resnet50"
+    width: float = 1.0
+    small_stem: bool = False
+    image_size: int = 224
+
+    @property
+    def backbone(self) -> BackboneConfig: return BackboneConfig(self.arch, self.width, self.small_stem)
+
+def train_encoder(method: nn.Module, method_name: str, train_set: ImageSet, config: EncoderConfig,
+                  out_dir: str | os.PathLike, runtime: Runtime | None = None, progress: bool = True):
+    "`fit` a method (resumable in `out_dir`), save its encoder to `out_dir/backbone.pt` (rank 0), return the encoder."
+    started = time.time()
+    run_config = {"method": method_name, **asdict(config)}
+    out = fit(method, train_set, config, out_dir, run_config=run_config, runtime=runtime, progress=progress)
+    enc = method.encoder()
+    if world_info()[0] == 0:
+        save_backbone(enc, Path(out_dir) / "backbone.pt", extra={
+            "method": method_name, "config": run_config, "train_set": train_set.name, "n_images": len(train_set),
+            "final_loss": out["history"][-1]["loss"], "train_seconds": round(out["train_seconds"], 2),
+            "world_size": world_info()[1], "provenance": provenance(run_config, config.seed, started=started, runtime=runtime)})
+    if dist.is_available() and dist.is_initialized(): dist.barrier()
+    return enc

@@ -17,7 +17,7 @@ import torch.distributed as dist
 
 from ..core import ImageSet, Runtime, provenance
 from ..models import BackboneConfig, Encoder, ProjectionHead, encoder_from_state_dict, save_backbone
-from .loop import LoopConfig, fit, all_gather_cat, world_info, init_distributed
+from .loop import LoopConfig, EncoderConfig, train_encoder, fit, all_gather_cat, world_info, init_distributed
 
 # %% auto #0
 __all__ = ['moco_logits', 'infonce_loss', 'enqueue', 'momentum_update', 'SplitBatchNorm', 'MocoConfig', 'resolve_policy', 'MoCo',
@@ -78,12 +78,8 @@ class SplitBatchNorm(nn.BatchNorm2d):
 
 # %% ../../nbs/08_moco.ipynb #2bf42840
 @dataclass
-class MocoConfig(LoopConfig):
+class MocoConfig(EncoderConfig):
     "Everything that defines a MoCo-v2 run (and names it in the zoo)."
-    arch: str = "resnet50"
-    width: float = 1.0
-    small_stem: bool = False
-    image_size: int = 224
     batch_size: int = 256
     epochs: float = 200
     lr: float = 0.03
@@ -101,9 +97,6 @@ class MocoConfig(LoopConfig):
             raise ValueError(f"batch_size {self.batch_size} must be divisible by bn_splits {self.bn_splits}")
         if not 0 <= self.key_momentum < 1: raise ValueError(f"key_momentum must be in [0, 1), got {self.key_momentum}")
         if self.temperature <= 0: raise ValueError(f"temperature must be > 0, got {self.temperature}")
-
-    @property
-    def backbone(self) -> BackboneConfig: return BackboneConfig(self.arch, self.width, self.small_stem)
 
     @classmethod
     def cpu(cls, **kw) -> "MocoConfig":
@@ -174,15 +167,4 @@ def train_moco(train_set: ImageSet, config: MocoConfig, out_dir: str | os.PathLi
     if not isinstance(config, MocoConfig): raise TypeError(f"config must be a MocoConfig, got {type(config).__name__}")
     runtime = init_distributed(runtime)
     policy = resolve_policy(policy, config.policy, config.image_size)
-    method = MoCo(config, policy)
-    run_config = {"method": "moco", **asdict(config)}
-    started = time.time()
-    out = fit(method, train_set, config, out_dir, run_config=run_config, runtime=runtime, progress=progress)
-    enc = method.encoder()
-    if world_info()[0] == 0:
-        save_backbone(enc, Path(out_dir) / "backbone.pt", extra={
-            "method": "moco", "config": run_config, "train_set": train_set.name, "n_images": len(train_set),
-            "final_loss": out["history"][-1]["loss"], "train_seconds": round(out["train_seconds"], 2),
-            "world_size": world_info()[1], "provenance": provenance(run_config, config.seed, started=started, runtime=runtime)})
-    if dist.is_available() and dist.is_initialized(): dist.barrier()
-    return enc
+    return train_encoder(MoCo(config, policy), "moco", train_set, config, out_dir, runtime, progress)

@@ -16,7 +16,7 @@ import torch.distributed as dist
 
 from ..core import ImageSet, Runtime, provenance
 from ..models import BackboneConfig, Encoder, encoder_from_state_dict, save_backbone
-from .loop import LoopConfig, fit, world_info, init_distributed
+from .loop import LoopConfig, EncoderConfig, train_encoder, fit, world_info, init_distributed
 
 # %% auto #0
 __all__ = ['crop_flip', 'RandomResizedCropFlip', 'SupervisedConfig', 'Supervised', 'train_supervised', 'random_model']
@@ -51,21 +51,14 @@ class RandomResizedCropFlip:
 
 # %% ../../nbs/09_supervised.ipynb #70b10dce
 @dataclass
-class SupervisedConfig(LoopConfig):
+class SupervisedConfig(EncoderConfig):
     "Everything that defines a supervised run."
-    arch: str = "resnet50"
-    width: float = 1.0
-    small_stem: bool = False
-    image_size: int = 224
     batch_size: int = 256
     epochs: float = 90
     lr: float = 0.1
     weight_decay: float = 1e-4
     crop_scale_min: float = 0.08
     n_classes: int | None = None  # None: max(target) + 1
-
-    @property
-    def backbone(self) -> BackboneConfig: return BackboneConfig(self.arch, self.width, self.small_stem)
 
     @classmethod
     def cpu(cls, **kw) -> "SupervisedConfig":
@@ -104,18 +97,7 @@ def train_supervised(train_set: ImageSet, config: SupervisedConfig, out_dir: str
     if "target" not in train_set.meta: raise ValueError(f"{train_set.name}: meta has no 'target' column (needed for supervised training)")
     runtime = init_distributed(runtime)
     targets = torch.as_tensor(train_set.meta["target"].to_numpy(), dtype=torch.long)
-    method = Supervised(config, targets, policy)
-    run_config = {"method": "supervised", **asdict(config)}
-    started = time.time()
-    out = fit(method, train_set, config, out_dir, run_config=run_config, runtime=runtime, progress=progress)
-    enc = method.encoder()
-    if world_info()[0] == 0:
-        save_backbone(enc, Path(out_dir) / "backbone.pt", extra={
-            "method": "supervised", "config": run_config, "train_set": train_set.name, "n_images": len(train_set),
-            "final_loss": out["history"][-1]["loss"], "train_seconds": round(out["train_seconds"], 2),
-            "world_size": world_info()[1], "provenance": provenance(run_config, config.seed, started=started, runtime=runtime)})
-    if dist.is_available() and dist.is_initialized(): dist.barrier()
-    return enc
+    return train_encoder(Supervised(config, targets, policy), "supervised", train_set, config, out_dir, runtime, progress)
 
 # %% ../../nbs/09_supervised.ipynb #b853604a
 def random_model(config, seed: int | None = None) -> Encoder:
