@@ -137,7 +137,9 @@ class ReferenceStats:
 
 def _cos(za: torch.Tensor, zb: torch.Tensor) -> torch.Tensor:
     num = (za * zb).sum(-1); den = za.norm(dim=-1) * zb.norm(dim=-1)
-    return torch.where(den > 0, num / den.clamp_min(1e-30), torch.full_like(num, float("nan")))
+    # clamped: rounding can put the cosine of (nearly) parallel vectors a few ulps outside [-1, 1], which would
+    # break every bounded-measure test downstream (Hoeffding needs values inside its bounds)
+    return torch.where(den > 0, (num / den.clamp_min(1e-30)).clamp(-1, 1), torch.full_like(num, float("nan")))
 
 # %% ../../nbs/12_similarity.ipynb #101f4608
 @dataclass
