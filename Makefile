@@ -31,7 +31,7 @@ test: venv
 
 # The main job: the `cpu` batch on the embedded synthetic data (BATCH=real for real data under $$INVARIANCES_DATA).
 repro: venv
-	$(BIN)/invariances-repro $(BATCH) $(if $(filter cpu,$(BATCH)),--report repro/REPORT.md)
+	$(BIN)/invariances-repro $(BATCH) --report repro/$(if $(filter cpu,$(BATCH)),REPORT.md,REPORT-$(BATCH).md)
 
 bench: venv
 	@for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
