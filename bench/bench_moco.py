@@ -4,8 +4,8 @@
 
 For each backbone/image-size/batch below it measures, alternating so that a shared machine's noise hits both alike:
   * bare:  the query backbone alone, forward + backward + SGD step on a ready float batch (no augmentation, no head);
-  * moco:  one full MoCo-v2 step as the training loop runs it: uint8 -> float conversion, two augmented views (a
-           batched MoCo-v2-like stand-in policy: resized crop, flip, colour jitter, grayscale), query encoder + MLP head
+  * moco:  one full MoCo-v2 step as the training loop runs it: uint8 -> float conversion, two augmented views (the
+           `default` policy of invariances.policies: resized crop, jitter, grayscale, blur, flip), query encoder + MLP head
            forward/backward, shuffled split-BN key encoder forward, InfoNCE against the queue, enqueue, SGD step,
            momentum update.
 Reported: images/s of each (median over the timed steps) and the ratio moco/bare step time (target <= 1.5). On a CPU the
@@ -18,35 +18,12 @@ from pathlib import Path
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 from invariances.core import ImageSet, Runtime, to_float_images, write_json, provenance
 from invariances.models import BackboneConfig, Encoder
 from invariances.train.loop import _make_optimizer
 from invariances.train.moco import MoCo, MocoConfig
-from invariances.train.supervised import RandomResizedCropFlip
-
-
-class MocoV2StandIn:
-    "Batched stand-in for the MoCo-v2 policy (no blur): resized crop (0.2-1), flip, jitter 0.4/0.4/0.4 p=0.8, gray p=0.2."
-    def __init__(self, size):
-        self.crop = RandomResizedCropFlip(size, scale=(0.2, 1.0))
-
-    def __call__(self, x, generator=None):
-        v, p = self.crop(x, generator)
-        n, dev = len(v), v.device
-        u = lambda: torch.rand(n, 1, 1, 1, device=dev, generator=generator)
-        jitter = u() < 0.8
-        b, c, s = (1 + 0.4 * (2 * u() - 1) for _ in range(3))
-        gray = (0.299 * v[:, 0:1] + 0.587 * v[:, 1:2] + 0.114 * v[:, 2:3])
-        j = v * b
-        j = (j - j.mean((1, 2, 3), keepdim=True)) * c + j.mean((1, 2, 3), keepdim=True)
-        g = gray * b
-        j = (j - g) * s + g
-        v = torch.where(jitter, j, v).clamp(0, 1)
-        gray = (0.299 * v[:, 0:1] + 0.587 * v[:, 1:2] + 0.114 * v[:, 2:3]).expand_as(v)
-        v = torch.where(u() < 0.2, gray, v)
-        return v.contiguous(), p
+from invariances.policies import get_policy
 
 
 CASES = {  # name: (arch, width, small_stem, image_size, batch)
@@ -64,7 +41,7 @@ def bench_case(name, arch, width, small_stem, size, batch, steps, runtime, queue
     data = ImageSet(rng.integers(0, 256, (batch * 2, size, size, 3), dtype=np.uint8))
     cfg = MocoConfig(arch=arch, width=width, small_stem=small_stem, image_size=size, batch_size=batch, steps=100,
                      lr=0.06, queue_size=queue, key_momentum=0.99, bn_splits=4)
-    moco = runtime.model(MoCo(cfg, MocoV2StandIn(size))).train()
+    moco = runtime.model(MoCo(cfg, get_policy("default", size))).train()
     opt_m = _make_optimizer(moco, cfg)
     gen = torch.Generator().manual_seed(0)
     bare = runtime.model(Encoder(BackboneConfig(arch, width, small_stem))).train()

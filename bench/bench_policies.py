@@ -62,17 +62,14 @@ def main():
 
     def run_pil(): return torch.stack([pil(im) for im in pil_images])
 
-    try:  # kornia's batched equivalent (per-sample parameters), run single-threaded like ours
+    try:  # kornia's batched equivalent (per-sample parameters)
         import kornia.augmentation as K
         k = max(3, 2 * round(3 * 2.0 * args.size / 224) + 1)
         kaug = K.AugmentationSequential(
             K.RandomResizedCrop((args.size, args.size), scale=(0.2, 1.0)), K.ColorJitter(0.4, 0.4, 0.4, 0.1, p=0.8),
             K.RandomGrayscale(p=0.2), K.RandomGaussianBlur((k, k), (0.1 * args.size / 224, 2.0 * args.size / 224), p=0.5),
             K.RandomHorizontalFlip())
-        def run_kornia():
-            t = torch.get_num_threads(); torch.set_num_threads(policy.cpu_threads or t)
-            try: return (kaug(to_float_images(images)) - mean) / std
-            finally: torch.set_num_threads(t)
+        def run_kornia(): return (kaug(to_float_images(images)) - mean) / std
     except Exception as e:  # noqa: BLE001 - kornia is optional here
         print(f"(kornia unavailable: {e})"); run_kornia = None
     def run_batched(): return (policy(to_float_images(images), g)[0] - mean) / std  # same work: uint8 in, normalised out
@@ -112,10 +109,8 @@ def main():
     parts = {"crop+flip (one grid_sample)": lambda: warp(x, geo, args.size)}
     for a in ("jitter", "grayscale", "blur"): parts[a] = (lambda a=a: policy[a].apply(x, p[a]))
     parts["sampling parameters"] = lambda: policy.sample(n, g, args.size, args.size)
-    torch.set_num_threads(policy.cpu_threads or args.threads)  # as Policy.apply runs them
-    print(f"  breakdown ({torch.get_num_threads()} thread, whole batch, no chunking):",
+    print(f"  breakdown ({torch.get_num_threads()} threads):",
           ", ".join(f"{k} {timed(f, args.repeats) * 1000:.1f} ms" for k, f in parts.items()))
-    torch.set_num_threads(args.threads)
 
 
 if __name__ == "__main__":

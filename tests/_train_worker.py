@@ -6,23 +6,11 @@ import argparse, os, signal, sys
 from pathlib import Path
 
 import numpy as np, pandas as pd, torch
-import torch.nn.functional as F
 
 from invariances.core import ImageSet
+from invariances.policies import get_policy
 from invariances.train.moco import MocoConfig, train_moco
 from invariances.train.loop import world_info
-
-
-def standin_policy(x, generator=None, size=16, pad=2):
-    "Random crop after reflection padding + horizontal flip, vectorised (a stand-in for invariances.policies)."
-    n, dev = len(x), x.device
-    xp = F.pad(x, (pad,) * 4, mode="reflect")
-    oy, ox = (torch.randint(0, xp.shape[-1] - size + 1, (n,), generator=generator, device=dev) for _ in range(2))
-    rows = (oy[:, None] + torch.arange(size, device=dev))[:, None, :, None]
-    cols = (ox[:, None] + torch.arange(size, device=dev))[:, None, None, :]
-    flip = torch.rand(n, generator=generator, device=dev) < 0.5
-    cols = torch.where(flip[:, None, None, None], cols.flip(-1), cols)
-    return xp[torch.arange(n, device=dev)[:, None, None, None], torch.arange(3, device=dev)[None, :, None, None], rows, cols], {}
 
 
 def tiny_set(n=48, size=16):
@@ -42,12 +30,13 @@ def main():
     a = ap.parse_args()
     torch.set_num_threads(1)
     calls = [0]
+    spatial = get_policy("spatial", 16)
 
     def policy(x, generator=None):
         calls[0] += 1
         if a.kill_at_view is not None and calls[0] == a.kill_at_view:
             os.kill(os.getpid(), signal.SIGKILL)  # a hard kill in the middle of a training step
-        return standin_policy(x, generator)
+        return spatial(x, generator)
 
     cfg = tiny_config(a.steps, a.batch_size)
     enc = train_moco(tiny_set(), cfg, a.out_dir, policy=policy, progress=False)

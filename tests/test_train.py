@@ -65,13 +65,12 @@ def test_ddp_two_gloo_processes(tmp_path):
 
 def test_moco_checkpoint_loads_into_plain_torchvision_resnet(tmp_path):
     sys.path.insert(0, str(ROOT / "tests"))
-    from _train_worker import standin_policy, tiny_set
+    from _train_worker import tiny_set
     from invariances.train.moco import MocoConfig, train_moco
     from invariances.models import load_backbone
-    from functools import partial
     # 64 px: with the standard stem layer4 is then 2x2 (at 16 px it would be 1x1, and BN over 2 values per group is degenerate)
-    cfg = MocoConfig(arch="resnet18", image_size=64, batch_size=8, steps=1, queue_size=8, bn_splits=2)
-    enc = train_moco(tiny_set(8, size=64), cfg, tmp_path, policy=partial(standin_policy, size=64), progress=False)
+    cfg = MocoConfig(arch="resnet18", image_size=64, batch_size=8, steps=1, queue_size=8, bn_splits=2, policy="spatial")
+    enc = train_moco(tiny_set(8, size=64), cfg, tmp_path, progress=False)
     tv = torchvision.models.resnet18()
     missing, unexpected = tv.load_state_dict(torch.load(tmp_path / "backbone.pt", weights_only=True), strict=False)
     assert sorted(missing) == ["fc.bias", "fc.weight"] and unexpected == []
