@@ -107,20 +107,31 @@ def _translate(x, p):
     return _affine(x, translate=p * torch.tensor([w, h], dtype=p.dtype, device=p.device))
 
 # %% ../nbs/04_transforms.ipynb #3232d960
+def _smooth_fields(noise, sigma_px):
+    """Gaussian-smooth random fields `noise (1 or N, C, H, W)`, width `sigma_px (N,)` in pixels per sample: one FFT,
+    a Gaussian transfer function per sample (periodic boundary)."""
+    h, w = noise.shape[-2:]
+    fy = torch.fft.fftfreq(h, device=noise.device)[:, None]; fx = torch.fft.rfftfreq(w, device=noise.device)[None, :]
+    transfer = torch.exp(-2 * math.pi ** 2 * sigma_px.view(-1, 1, 1, 1) ** 2 * (fx ** 2 + fy ** 2))   # Gaussian in frequency
+    return torch.fft.irfft2(torch.fft.rfft2(noise) * transfer, s=(h, w))
+
+def _displace(x, disp, m=None, padding_mode="zeros"):
+    """Bilinear sample of `x (N,C,H,W)` at `m @ (u + disp(u))` for every output pixel `u` (normalised coordinates);
+    `disp (N,2,H,W)` in normalised units (x then y), `m (N,3,3)` an optional affine map after it. One `grid_sample`."""
+    n, _, h, w = x.shape
+    grid = F.affine_grid(torch.eye(2, 3, device=x.device).expand(n, 2, 3), (n, 3, h, w), align_corners=False)
+    grid = grid + disp.permute(0, 2, 3, 1)
+    if m is not None: grid = grid @ m[:, None, :2, :2].transpose(-1, -2) + m[:, None, None, :2, 2]
+    return F.grid_sample(x, grid.to(x.dtype), mode="bilinear", padding_mode=padding_mode, align_corners=False)
+
 def _elastic(x, sigma):
     n, _, h, w = x.shape
-    g = torch.Generator().manual_seed(0)
-    noise = torch.rand(2, h, w, generator=g).to(x.device) * 2 - 1
-    fy = torch.fft.fftfreq(h, device=x.device)[:, None]; fx = torch.fft.rfftfreq(w, device=x.device)[None, :]
-    spec = torch.fft.rfft2(noise)                                                        # (2, h, w//2+1)
-    s_px = (sigma * min(h, w)).view(-1, 1, 1, 1)
-    transfer = torch.exp(-2 * math.pi ** 2 * s_px ** 2 * (fx ** 2 + fy ** 2))          # Gaussian in frequency
-    field = torch.fft.irfft2(spec[None] * transfer, s=(h, w))                           # (n, 2, h, w)
+    noise = torch.rand(1, 2, h, w, generator=torch.Generator().manual_seed(0)).to(x.device) * 2 - 1
+    field = _smooth_fields(noise, sigma * min(h, w))                                    # (n, 2, h, w)
     field = field / field.std(dim=(2, 3), keepdim=True).clamp_min(1e-12)
     disp = field * (sigma / 4 * 2).view(-1, 1, 1, 1)                                    # fraction of size -> normalised (x2)
     disp = torch.where(sigma.view(-1, 1, 1, 1) > 0, disp, torch.zeros_like(disp))
-    base = F.affine_grid(torch.eye(2, 3, device=x.device).expand(n, 2, 3), (n, 3, h, w), align_corners=False)
-    return F.grid_sample(x, base + disp.permute(0, 2, 3, 1), mode="bilinear", padding_mode="zeros", align_corners=False)
+    return _displace(x, disp)
 
 # %% ../nbs/04_transforms.ipynb #28edd72f
 def _blur(x, sigma_frac):
@@ -187,22 +198,58 @@ def get_transform(name: str) -> EvalTransform:
 # %% ../nbs/04_transforms.ipynb #3cc60cf9
 CORRUPTIONS = {
     "noise": ["gaussian_noise", "shot_noise", "impulse_noise"],
-    "blur": ["defocus_blur", "zoom_blur"],
-    "weather": ["brightness", "fog"],
-    "digital": ["contrast", "pixelate", "jpeg_compression"],
+    "blur": ["defocus_blur", "glass_blur", "motion_blur", "zoom_blur"],
+    "weather": ["snow", "frost", "fog", "brightness"],
+    "digital": ["contrast", "elastic_transform", "pixelate", "jpeg_compression"],
 }
 _SEVERITY = {
     "gaussian_noise": [.08, .12, .18, .26, .38],
     "shot_noise": [60, 25, 12, 5, 3],
     "impulse_noise": [.03, .06, .09, .17, .27],
     "defocus_blur": [(3, .1), (4, .5), (6, .5), (8, .5), (10, .5)],
+    "glass_blur": [(.7, 1, 2), (.9, 2, 1), (1, 2, 3), (1.1, 3, 2), (1.5, 4, 2)],            # sigma, max_delta, iterations
+    "motion_blur": [(10, 3), (15, 5), (15, 8), (15, 12), (20, 15)],                          # radius, sigma
     "zoom_blur": [(1.0, 1.11, .01), (1.0, 1.16, .01), (1.0, 1.21, .02), (1.0, 1.26, .02), (1.0, 1.31, .03)],
-    "brightness": [.1, .2, .3, .4, .5],
+    "snow": [(.1, .3, 3, .5, 10, 4, .8), (.2, .3, 2, .5, 12, 4, .7), (.55, .3, 4, .9, 12, 8, .7),
+             (.55, .3, 4.5, .85, 12, 8, .65), (.55, .3, 2.5, .85, 12, 12, .55)],  # loc, scale, zoom, threshold, radius, sigma, keep
+    "frost": [(1, .4), (.8, .6), (.7, .7), (.65, .7), (.6, .75)],                             # image weight, frost weight
     "fog": [(1.5, 2), (2., 2), (2.5, 1.7), (2.5, 1.5), (3., 1.4)],
+    "brightness": [.1, .2, .3, .4, .5],
     "contrast": [.4, .3, .2, .1, .05],
+    "elastic_transform": [(244 * 2, 244 * .7, 244 * .1), (244 * 2, 244 * .08, 244 * .2), (244 * .05, 244 * .01, 244 * .02),
+                          (244 * .07, 244 * .01, 244 * .02), (244 * .12, 244 * .01, 244 * .02)],  # alpha, sigma, affine jitter
     "pixelate": [.6, .5, .4, .3, .25],
     "jpeg_compression": [25, 18, 15, 10, 7],
 }
+_CORRUPT: dict[str, Callable] = {}  # name -> fn(x, c, g, px): the corrupted batch (before the final clip to [0, 1])
+
+def _corruption(name: str):
+    "Register `fn(x, c, g, px)` as the corruption `name` (`c` its severity constant, `g` a CPU generator, `px = min(H,W)/224`)."
+    def register(fn): _CORRUPT[name] = fn; return fn
+    return register
+
+def _rand(g, *shape, device=None): return torch.rand(*shape, generator=g).to(device)  # CPU draws: same on every device
+
+def corrupt(x: torch.Tensor, name: str, severity: int, generator: torch.Generator | None = None) -> torch.Tensor:
+    "Apply the ImageNet-C-style corruption `name` at `severity` in 1..5 to a batch `(N,3,H,W)` in [0,1]."
+    check_images(x)
+    if name not in _SEVERITY: raise ValueError(f"unknown corruption {name!r}; choose from {list(_SEVERITY)}")
+    if severity not in (1, 2, 3, 4, 5): raise ValueError(f"severity must be an int in 1..5, got {severity!r}")
+    g = generator if generator is not None else torch.Generator().manual_seed(int(torch.randint(0, 2**62, (1,))))
+    px = min(x.shape[-2:]) / 224  # pixel constants are for 224 px images
+    return _CORRUPT[name](x, _SEVERITY[name][severity - 1], g, px).clamp(0, 1)
+
+# %% ../nbs/04_transforms.ipynb #10d31eba
+@_corruption("gaussian_noise")
+def _gaussian_noise(x, c, g, px): return x + c * torch.randn(x.shape, generator=g).to(x.device)
+
+@_corruption("shot_noise")
+def _shot_noise(x, c, g, px): return torch.poisson(x.cpu() * c, generator=g).to(x.device) / c
+
+@_corruption("impulse_noise")
+def _impulse_noise(x, c, g, px):
+    u = _rand(g, *x.shape, device=x.device)
+    return torch.where(u < c / 2, torch.zeros_like(x), torch.where(u < c, torch.ones_like(x), x))
 
 def _disk(radius: float, alias_sigma: float, device) -> torch.Tensor:
     r = max(radius, 0.5)
@@ -215,6 +262,30 @@ def _disk(radius: float, alias_sigma: float, device) -> torch.Tensor:
         k = F.conv2d(k[None, None], (g[:, None] * g[None, :])[None, None], padding=len(g) // 2)[0, 0]
     return k / k.sum()
 
+@_corruption("defocus_blur")
+def _defocus_blur(x, c, g, px):
+    k = _disk(c[0] * px, c[1] * px, x.device)
+    r = k.shape[-1] // 2
+    pad = F.pad(x, (r, r, r, r), mode="reflect" if r < min(x.shape[-2:]) else "replicate")
+    return F.conv2d(pad, k.expand(3, 1, *k.shape), groups=3)
+
+@_corruption("zoom_blur")
+def _zoom_blur(x, c, g, px):
+    n, _, h, w = x.shape
+    zooms = torch.arange(*c).tolist()
+    acc = x.clone()
+    eye = torch.eye(3, device=x.device).expand(n, 3, 3).clone()
+    for z in zooms:  # a handful of zoom factors, each one batched grid_sample
+        m = eye.clone(); m[:, 0, 0] = m[:, 1, 1] = 1 / z
+        acc += warp(x, m, (h, w))
+    return acc / (len(zooms) + 1)
+
+@_corruption("brightness")
+def _brightness(x, c, g, px):
+    from invariances.policies import rgb_to_hsv, hsv_to_rgb
+    hsv = rgb_to_hsv(x); hsv[:, 2] = (hsv[:, 2] + c).clamp(0, 1)
+    return hsv_to_rgb(hsv)
+
 def _fractal_clouds(n, h, w, decay, g, device):
     beta = 1 + math.log2(decay)
     fy = torch.fft.fftfreq(h)[:, None]; fx = torch.fft.rfftfreq(w)[None, :]
@@ -224,49 +295,137 @@ def _fractal_clouds(n, h, w, decay, g, device):
     lo, hi = t.amin((2, 3), keepdim=True), t.amax((2, 3), keepdim=True)
     return ((t - lo) / (hi - lo)).to(device)
 
-def corrupt(x: torch.Tensor, name: str, severity: int, generator: torch.Generator | None = None) -> torch.Tensor:
-    "Apply the ImageNet-C-style corruption `name` at `severity` in 1..5 to a batch `(N,3,H,W)` in [0,1]."
-    check_images(x)
-    if name not in _SEVERITY: raise ValueError(f"unknown corruption {name!r}; choose from {list(_SEVERITY)}")
-    if severity not in (1, 2, 3, 4, 5): raise ValueError(f"severity must be an int in 1..5, got {severity!r}")
-    g = generator if generator is not None else torch.Generator().manual_seed(int(torch.randint(0, 2**62, (1,))))
-    c = _SEVERITY[name][severity - 1]
+@_corruption("fog")
+def _fog(x, c, g, px):
     n, _, h, w = x.shape
-    px = min(h, w) / 224  # pixel constants are for 224 px images
-    rand = lambda *shape: torch.rand(*shape, generator=g).to(x.device)
-    if name == "gaussian_noise": out = x + c * torch.randn(x.shape, generator=g).to(x.device)
-    elif name == "shot_noise": out = torch.poisson(x.cpu() * c, generator=g).to(x.device) / c
-    elif name == "impulse_noise":
-        u = rand(*x.shape)
-        out = torch.where(u < c / 2, torch.zeros_like(x), torch.where(u < c, torch.ones_like(x), x))
-    elif name == "defocus_blur":
-        k = _disk(c[0] * px, c[1] * px, x.device)
-        r = k.shape[-1] // 2
-        pad = F.pad(x, (r, r, r, r), mode="reflect" if r < min(h, w) else "replicate")
-        out = F.conv2d(pad, k.expand(3, 1, *k.shape), groups=3)
-    elif name == "zoom_blur":
-        zooms = torch.arange(*c).tolist()
-        acc = x.clone()
-        eye = torch.eye(3, device=x.device).expand(n, 3, 3).clone()
-        for z in zooms:  # a handful of zoom factors, each one batched grid_sample
-            m = eye.clone(); m[:, 0, 0] = m[:, 1, 1] = 1 / z
-            acc += warp(x, m, (h, w))
-        out = acc / (len(zooms) + 1)
-    elif name == "brightness":
-        from invariances.policies import rgb_to_hsv, hsv_to_rgb
-        hsv = rgb_to_hsv(x); hsv[:, 2] = (hsv[:, 2] + c).clamp(0, 1)
-        out = hsv_to_rgb(hsv)
-    elif name == "fog":
-        mx = x.amax((1, 2, 3), keepdim=True)
-        out = (x + c[0] * _fractal_clouds(n, h, w, c[1], g, x.device)) * mx / (mx + c[0])
-    elif name == "contrast":
-        mean = x.mean((2, 3), keepdim=True)
-        out = (x - mean) * c + mean
-    elif name == "pixelate":
-        small = (max(1, round(h * c)), max(1, round(w * c)))
-        out = F.interpolate(F.interpolate(x, size=small, mode="area"), size=(h, w), mode="nearest")
-    elif name == "jpeg_compression":
-        from torchvision.io import encode_jpeg, decode_jpeg
-        enc = encode_jpeg(list(_to_uint8(x).cpu()), quality=c)
-        out = torch.stack(decode_jpeg(enc)).to(x.device).float() / 255
-    return out.clamp(0, 1)
+    mx = x.amax((1, 2, 3), keepdim=True)
+    return (x + c[0] * _fractal_clouds(n, h, w, c[1], g, x.device)) * mx / (mx + c[0])
+
+@_corruption("contrast")
+def _contrast(x, c, g, px):
+    mean = x.mean((2, 3), keepdim=True)
+    return (x - mean) * c + mean
+
+@_corruption("pixelate")
+def _pixelate(x, c, g, px):
+    h, w = x.shape[-2:]
+    small = (max(1, round(h * c)), max(1, round(w * c)))
+    return F.interpolate(F.interpolate(x, size=small, mode="area"), size=(h, w), mode="nearest")
+
+@_corruption("jpeg_compression")
+def _jpeg_compression(x, c, g, px):
+    from torchvision.io import encode_jpeg, decode_jpeg
+    enc = encode_jpeg(list(_to_uint8(x).cpu()), quality=c)
+    return torch.stack(decode_jpeg(enc)).to(x.device).float() / 255
+
+# %% ../nbs/04_transforms.ipynb #8475aefa
+def _local_shuffle(x, delta: float, iterations: int, g):
+    """`iterations` rounds of local pixel permutation: each round the image is tiled into `(d+1)^2` blocks, `d =
+    max(1, round(delta))` (grid offset random per round), and the pixels of each block are permuted at random, all
+    channels together. A pixel moves at most `d` rows and `d` columns per round; the strips the shifted tiling leaves at
+    the borders stay. A sub-pixel `delta < 1` permutes only a fraction `delta` of the blocks (chosen at random)."""
+    n, c, h, w = x.shape
+    b = max(1, round(delta)) + 1
+    for _ in range(iterations):
+        oy, ox = torch.randint(0, b, (2,), generator=g).tolist()
+        ny, nx = (h - oy) // b, (w - ox) // b
+        if ny == 0 or nx == 0: continue
+        blocks = x[:, :, oy:oy + ny * b, ox:ox + nx * b].reshape(n, c, ny, b, nx, b).transpose(3, 4).reshape(n, c, ny, nx, b * b)
+        keys = torch.rand(n, 1, ny, nx, b * b, generator=g)
+        keys = torch.where(torch.rand(n, 1, ny, nx, 1, generator=g) < delta, keys, torch.arange(b * b) / (b * b))  # identity
+        perm = keys.argsort(-1).to(x.device)                                           # a random permutation per block
+        blocks = blocks.gather(-1, perm.expand(n, c, ny, nx, b * b))
+        x = x.clone()
+        x[:, :, oy:oy + ny * b, ox:ox + nx * b] = blocks.reshape(n, c, ny, nx, b, b).transpose(3, 4).reshape(n, c, ny * b, nx * b)
+    return x
+
+def _gauss(x, sigma_px: float):
+    if sigma_px <= 0: return x
+    return blur_separable(x, gaussian_kernels(torch.full((x.shape[0],), sigma_px, device=x.device), max(1, math.ceil(3 * sigma_px))))
+
+@_corruption("glass_blur")
+def _glass_blur(x, c, g, px):
+    sigma, delta, iterations = c[0] * px, c[1] * px, c[2]
+    return _gauss(_local_shuffle(_gauss(x, sigma), delta, iterations, g), sigma)
+
+# %% ../nbs/04_transforms.ipynb #f6df5650
+def _motion(x, radius_px: float, sigma_px: float, angle):
+    """ImageMagick's `-motion-blur radius x sigma + angle`, batched: `out(p) = sum_t k_t x(p + t e)`, `e` the unit vector
+    at `angle (N,)` degrees (clockwise, y down), taps `t = 0, 1, .., 2 radius` px, `k_t ~ exp(-t^2 / 2 sigma^2)` summing
+    to 1. One bilinear `warp` per tap (border padding), each a whole batch with its per-image angles."""
+    n, _, h, w = x.shape
+    t = torch.arange(0, math.floor(2 * radius_px) + 1, dtype=torch.float32)
+    k = torch.exp(-t ** 2 / (2 * max(sigma_px, 1e-6) ** 2)); k = (k / k.sum()).tolist()
+    a = torch.deg2rad(torch.as_tensor(angle, dtype=torch.float32).to(x.device))
+    m = torch.eye(3, device=x.device).repeat(n, 1, 1)
+    out = k[0] * x
+    for ti, ki in zip(t.tolist()[1:], k[1:]):
+        if ki < 1e-6: break                                   # the rest of the (decreasing) kernel is negligible
+        m[:, 0, 2], m[:, 1, 2] = 2 * ti * torch.cos(a) / w, 2 * ti * torch.sin(a) / h
+        out = out + ki * warp(x, m, (h, w))
+    return out
+
+@_corruption("motion_blur")
+def _motion_blur(x, c, g, px):
+    return _motion(x, c[0] * px, c[1] * px, -45 + 90 * torch.rand(x.shape[0], generator=g))
+
+# %% ../nbs/04_transforms.ipynb #28899500
+@_corruption("snow")
+def _snow(x, c, g, px):
+    loc, scale, zoom, thresh, radius, sigma, keep = c
+    n, _, h, w = x.shape
+    z = zoom * px                                                             # flake size in pixels at this size
+    layer = loc + scale * torch.randn(n, 1, max(1, math.ceil(h / z)), max(1, math.ceil(w / z)), generator=g)
+    layer = F.interpolate(layer, size=(h, w), mode="bilinear", align_corners=False)   # = clipped_zoom of a (h,w) layer
+    layer = torch.where(layer < thresh, torch.zeros_like(layer), layer).clamp(0, 1).to(x.device)
+    layer = _motion(layer, radius * px, sigma * px, -135 + 90 * torch.rand(n, generator=g))
+    x = keep * x + (1 - keep) * torch.maximum(x, rgb_to_gray(x) * 1.5 + 0.5)   # grey-brightened, washed-out image
+    return x + layer + layer.flip(-2, -1)                                     # the flakes and their 180-degree rotation
+
+# %% ../nbs/04_transforms.ipynb #aa547031
+_FROST_TINT = (0.85, 0.94, 1.0)  # the frost photographs are blue-white
+
+def _band_noise(n, h, w, wavelength_px: float, g):
+    "Random-phase noise `(n,1,h,w)` with a log-normal band of spatial frequency around `1/wavelength`, unit std."
+    fy = torch.fft.fftfreq(h)[:, None]; fx = torch.fft.rfftfreq(w)[None, :]
+    f0 = 1 / max(wavelength_px, 2.0)                                          # at most the Nyquist frequency
+    amp = torch.exp(-torch.log(torch.sqrt(fx ** 2 + fy ** 2).clamp_min(1e-6) / f0) ** 2 / (2 * 0.4 ** 2))
+    t = torch.fft.irfft2(amp * torch.exp(2j * math.pi * torch.rand(n, 1, *amp.shape, generator=g)), s=(h, w))
+    return t / t.std((2, 3), keepdim=True).clamp_min(1e-12)
+
+def _frost_texture(n, h, w, g, device):
+    """Procedural stand-in for the six frost photographs: `(n,3,h,w)` in [0,1], a dark ground with bright crystal
+    veins (ridges `(1 - 2|N|)_+^2` along the zero lines of band-pass noise `N` at 48, 16 and 6 px for 224 px),
+    denser where a fractal cloud `D` is high, plus a faint haze; blue-white."""
+    s = min(h, w) / 224
+    veins = sum(a * (1 - 2 * _band_noise(n, h, w, lam * s, g).abs()).clamp(0, 1) ** 2 for lam, a in ((48, .9), (16, .7), (6, .5)))
+    d = _fractal_clouds(n, h, w, 2, g, "cpu")
+    frost = (0.05 + 0.15 * d + 2.0 * d * veins).clamp(0, 1)
+    return (frost * torch.tensor(_FROST_TINT).view(1, 3, 1, 1)).to(device)
+
+@_corruption("frost")
+def _frost(x, c, g, px):
+    n, _, h, w = x.shape
+    return c[0] * x + c[1] * _frost_texture(n, h, w, g, x.device)
+
+# %% ../nbs/04_transforms.ipynb #6679267a
+def _to_norm(h: int, w: int, device=None) -> torch.Tensor:
+    "Pixel coordinates (x, y; pixel centres at integers) -> `grid_sample` coordinates (align_corners=False), a 3x3 map."
+    return torch.tensor([[2 / w, 0, 1 / w - 1], [0, 2 / h, 1 / h - 1], [0, 0, 1]], device=device)
+
+@_corruption("elastic_transform")
+def _elastic_transform(x, c, g, px):
+    alpha, sigma, jitter = c[0] * px * px, c[1] * px, c[2] * px   # alpha x px^2: see the text
+    n, _, h, w = x.shape
+    # random affine: three points about the centre, each moved by U(-jitter, jitter) px; the output samples M^-1 p
+    s, cx, cy = min(h, w) // 3, (w - 1) / 2, (h - 1) / 2
+    p1 = torch.tensor([[cx + s, cy + s, 1.0], [cx + s, cy - s, 1.0], [cx - s, cy - s, 1.0]])
+    p2 = p1[:, :2] + jitter * (2 * torch.rand(n, 3, 2, generator=g) - 1)
+    m = torch.eye(3).repeat(n, 1, 1)
+    m[:, :2] = torch.linalg.solve(p1, p2).transpose(1, 2)               # M p1 = p2 (cv2.getAffineTransform)
+    norm = _to_norm(h, w)
+    m = (norm @ torch.linalg.inv(m) @ torch.linalg.inv(norm)).to(x.device)
+    # elastic: uniform noise in [-1, 1] per pixel, Gaussian-smoothed (sigma px), times alpha px, for x and y
+    field = alpha * _smooth_fields(2 * torch.rand(n, 2, h, w, generator=g) - 1, torch.full((n,), float(sigma)))
+    disp = (field * torch.tensor([2 / w, 2 / h]).view(1, 2, 1, 1)).to(x.device)    # pixels -> normalised
+    return _displace(x, disp, m, padding_mode="reflection")
