@@ -17,8 +17,8 @@ import torch.distributed as dist
 
 from ..core import ImageSet, Runtime, provenance
 from ..models import BackboneConfig, Encoder, ProjectionHead, encoder_from_state_dict, save_backbone
-from .loop import (LoopConfig, EncoderConfig, train_encoder, fit, all_gather_cat, world_info,
-                                   init_distributed, resolve_policy)
+from .loop import (
+    LoopConfig, EncoderConfig, train_encoder, fit, all_gather_cat, world_info, init_distributed, resolve_policy)
 
 # %% auto #0
 __all__ = ['moco_logits', 'infonce_loss', 'enqueue', 'momentum_update', 'SplitBatchNorm', 'MocoConfig', 'MoCo', 'train_moco']
