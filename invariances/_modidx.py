@@ -780,4 +780,4 @@ d = { 'settings': { 'branch': 'main',
                                  'invariances.zoo.model_config': ('zoo.html#model_config', 'invariances/zoo.py'),
                                  'invariances.zoo.model_dir': ('zoo.html#model_dir', 'invariances/zoo.py'),
                                  'invariances.zoo.model_key': ('zoo.html#model_key', 'invariances/zoo.py'),
-                                 'invariances.zoo.training_seconds': ('zoo.html#training_seconds', 'invariances/zoo.py')}}}
+                                 'invariances.zoo.training_record': ('zoo.html#training_record', 'invariances/zoo.py')}}}

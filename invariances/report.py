@@ -147,6 +147,9 @@ def build_report(batch: str, root: str | os.PathLike | None = None, out: str | o
         if comp["run"] not in {r.name for r in b.runs}: continue
         ours = _read_table(runs_dir / comp["run"], comp["table"])
         if ours is None: continue
+        if not comp.get("paper_values"):  # a table of ours with nothing in the papers to set beside it
+            lines += [f"## {comp['title']}", "", comp.get("note", ""), "", table_markdown(ours, comp.get("format", ".2f"))]
+            continue
         pv = root / "repro" / "paper_values" / comp["paper_values"]
         paper = load_paper_values(pv, comp["measure"])
         ours_marks = paper_marks = None

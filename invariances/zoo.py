@@ -18,7 +18,7 @@ from .train.supervised import SupervisedConfig, train_supervised, random_model
 
 # %% auto #0
 __all__ = ['PROFILES', 'DATA', 'REAL_FOLDERS', 'MODELS', 'ZOO_VERSION', 'Profile', 'get_profile', 'dataset', 'data_identity',
-           'model_config', 'model_key', 'model_dir', 'get', 'is_cached', 'training_seconds']
+           'model_config', 'model_key', 'model_dir', 'get', 'is_cached', 'training_record']
 
 # %% ../nbs/14_zoo.ipynb #15cbd6d6
 @dataclass(frozen=True)
@@ -114,7 +114,7 @@ def model_config(name: str, profile: str | Profile = "cpu", seed: int = 0):
     common = dict(arch=p.arch, width=p.width * m.get("width_multiplier", 1), small_stem=p.small_stem,
                   image_size=p.image_size, batch_size=p.batch_size, steps=p.steps, epochs=p.epochs, seed=seed,
                   checkpoint_every=p.checkpoint_every)
-    if m["method"] == "supervised": return SupervisedConfig(lr=p.supervised_lr, **common)
+    if m["method"] == "supervised": return SupervisedConfig(lr=p.supervised_lr, policy=m["policy"], **common)
     return MocoConfig(lr=p.lr, queue_size=p.queue_size, key_momentum=p.key_momentum, bn_splits=p.bn_splits,
                       policy=m.get("policy", "default"), **common)
 
@@ -152,17 +152,25 @@ def get(name: str, profile: str | Profile = "cpu", seed: int = 0, root=None, run
         if method == "moco":
             enc = train_moco(train_set, cfg, folder, runtime=runtime, progress=progress)
         else:
-            from invariances.policies import get_policy
-            enc = train_supervised(train_set, cfg, folder, policy=get_policy(MODELS[name]["policy"], p.image_size),
-                                   runtime=runtime, progress=progress)
+            enc = train_supervised(train_set, cfg, folder, runtime=runtime, progress=progress)
         write_json(folder / "zoo.json", {"name": name, "profile": asdict(p), "seed": seed, "key": folder.name})
         return enc.eval()
 
 def is_cached(name: str, profile: str | Profile = "cpu", seed: int = 0, root=None) -> bool:
     return (model_dir(name, profile, seed, root) / "backbone.pt").is_file()
 
-def training_seconds(name: str, profile: str | Profile = "cpu", seed: int = 0, root=None) -> float | None:
-    "Wall time the cached model took to train (summed over resumed sessions), from its sidecar; None if not trained."
-    sidecar = model_dir(name, profile, seed, root) / "backbone.json"
-    if not sidecar.is_file(): return None
-    return float(json.loads(sidecar.read_text()).get("train_seconds") or 0.0)
+def training_record(name: str, profile: str | Profile = "cpu", seed: int = 0, root=None, window: int = 50) -> dict | None:
+    """What training measured for the cached model, from its sidecar and history; None if it is not trained.
+    `train_seconds` is summed over resumed sessions; loss and accuracy (the method's own: contrastive or class) are
+    means over the first and last `window` steps, and `peak_acc` is the best such mean, to show how training went."""
+    folder = model_dir(name, profile, seed, root)
+    if not (folder / "backbone.json").is_file(): return None
+    record = {"train_seconds": float(json.loads((folder / "backbone.json").read_text()).get("train_seconds") or 0.0)}
+    history = json.loads((folder / "history.json").read_text()) if (folder / "history.json").is_file() else []
+    record["steps"] = len(history)
+    if history:
+        loss, acc = np.array([h["loss"] for h in history]), np.array([h.get("acc", np.nan) for h in history])
+        w = min(window, len(history))
+        record.update(first_loss=float(loss[:w].mean()), last_loss=float(loss[-w:].mean()),
+                      last_acc=float(acc[-w:].mean()), peak_acc=float(np.convolve(acc, np.ones(w) / w, "valid").max()))
+    return record

@@ -29,3 +29,32 @@ def test_paper_table2_transcription_shape():
     df = pd.read_csv(ROOT / "repro" / "paper_values" / "ericsson_table2.csv", comment="#")
     assert len(df) == 2 * 5 * 18 and df.groupby(["measure", "model"]).size().eq(18).all()
     assert df[df.significant].groupby("measure").size().to_dict() == {"similarity": 14}  # 7 bullets for Spatial, 7 for Appearance
+
+
+def test_build_report_from_run_folders(tmp_path):
+    """A report built from a fake run folder: the cost comes from the runner's record, a paper comparison shows
+    "ours (paper)" cells, and a comparison without paper values shows our table alone."""
+    import json, shutil
+    from invariances.report import build_report
+    (tmp_path / "settings.ini").write_text("")
+    for d in ("repro/batches", "repro/paper_values", "nbs/experiments", "repro/runs/t/ericsson-table2"):
+        (tmp_path / d).mkdir(parents=True)
+    (tmp_path / "nbs/experiments/ericsson_table2.ipynb").write_text("{}")
+    (tmp_path / "repro/batches/t.yaml").write_text("description: a test\nruns:\n  - {name: ericsson-table2, notebook: ericsson_table2.ipynb}\n")
+    shutil.copy(ROOT / "repro/paper_values/ericsson_table2.csv", tmp_path / "repro/paper_values/")
+    (tmp_path / "repro/comparisons.yaml").write_text(yaml.safe_dump([
+        {"title": "Similarity", "run": "ericsson-table2", "table": "similarity", "paper_values": "ericsson_table2.csv", "measure": "similarity"},
+        {"title": "Training", "run": "ericsson-table2", "table": "training"}]))
+    run = tmp_path / "repro/runs/t/ericsson-table2"
+    pd.DataFrame({"model": ["spatial"], "hue": [0.123]}).set_index("model").to_csv(run / "similarity.csv")
+    pd.DataFrame({"model": ["default"], "steps": [500], "accuracy, last 50 steps": [0.0625]}).set_index("model").to_csv(run / "training.csv")
+    (run / "provenance.json").write_text(json.dumps({"runner": {"wall_s": 150.0, "git": {"commit": "abcdef1234567"}}}))
+    (run / "cost.json").write_text(json.dumps({"train_s": {"moco-default": 600.0, "random": 0.0}}))
+    (run / ".done.json").write_text("{}")
+    text = build_report("t", tmp_path, tmp_path / "REPORT.md")
+    paper = pd.read_csv(ROOT / "repro/paper_values/ericsson_table2.csv", comment="#")
+    spatial_hue = paper.query("measure == 'similarity' and model == 'spatial' and transform == 'hue'")["value"].item()
+    assert f"0.12 ({spatial_hue:.2f})" in text
+    assert "## Training" in text and "| default | 500 | 0.06 |" in text
+    assert "| ericsson-table2 | ericsson_table2.ipynb | done | 2.5 | 10.0 |" in text and "abcdef1234" in text
+    assert (tmp_path / "REPORT.md").read_text() == text
