@@ -8,7 +8,7 @@ from __future__ import annotations
 import math, os, random, time
 from dataclasses import dataclass, asdict
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Mapping
 
 import numpy as np
 import torch

@@ -5,20 +5,17 @@
 # %% ../../nbs/08_moco.ipynb #386de465
 from __future__ import annotations
 
-import copy, os, time
-from dataclasses import dataclass, asdict
+import copy, os
+from dataclasses import dataclass
 from functools import partial
-from pathlib import Path
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-import torch.distributed as dist
 
-from ..core import ImageSet, Runtime, provenance
-from ..models import BackboneConfig, Encoder, ProjectionHead, encoder_from_state_dict, save_backbone
-from .loop import (
-    LoopConfig, EncoderConfig, train_encoder, fit, all_gather_cat, world_info, init_distributed, resolve_policy)
+from ..core import ImageSet, Runtime
+from ..models import Encoder, ProjectionHead, encoder_from_state_dict
+from .loop import EncoderConfig, train_encoder, all_gather_cat, init_distributed, resolve_policy
 
 # %% auto #0
 __all__ = ['moco_logits', 'infonce_loss', 'enqueue', 'momentum_update', 'SplitBatchNorm', 'MocoConfig', 'MoCo', 'train_moco']

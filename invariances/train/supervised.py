@@ -5,18 +5,16 @@
 # %% ../../nbs/09_supervised.ipynb #a3495643
 from __future__ import annotations
 
-import os, time
-from dataclasses import dataclass, asdict
-from pathlib import Path
+import os
+from dataclasses import dataclass
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-import torch.distributed as dist
 
-from ..core import ImageSet, Runtime, provenance
-from ..models import BackboneConfig, Encoder, encoder_from_state_dict, save_backbone
-from .loop import LoopConfig, EncoderConfig, train_encoder, fit, world_info, init_distributed, resolve_policy
+from ..core import ImageSet, Runtime
+from ..models import BackboneConfig, Encoder, encoder_from_state_dict
+from .loop import EncoderConfig, train_encoder, init_distributed, resolve_policy
 
 # %% auto #0
 __all__ = ['SupervisedConfig', 'Supervised', 'train_supervised', 'random_model']
