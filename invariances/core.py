@@ -5,8 +5,8 @@
 # %% ../nbs/00_core.ipynb #437fd9fb
 from __future__ import annotations
 
-import contextlib, dataclasses, datetime, hashlib, io, json, os, platform, random, resource, subprocess, sys, tempfile, time
-from dataclasses import dataclass, field
+import contextlib, datetime, hashlib, io, json, os, platform, random, resource, subprocess, tempfile, time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 

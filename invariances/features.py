@@ -8,7 +8,7 @@ from __future__ import annotations
 import json, warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable
 
 import numpy as np
 import pandas as pd

@@ -5,8 +5,8 @@
 # %% ../nbs/06_models.ipynb #93d0601b
 from __future__ import annotations
 
-import contextlib, copy, json, os
-from dataclasses import dataclass, asdict, field
+import json
+from dataclasses import dataclass, asdict
 from pathlib import Path
 from typing import Mapping, Sequence
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import nbformat
 import yaml
 
-from .core import atomic_path, data_root, tree_digest, write_json, write_text, table_markdown, git_info
+from .core import data_root, tree_digest, write_json, write_text, table_markdown, git_info
 
 # %% auto #0
 __all__ = ['project_root', 'library_digest', 'RunSpec', 'Batch', 'load_batch', 'declared_parameters', 'check_parameters',

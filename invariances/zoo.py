@@ -5,7 +5,7 @@
 # %% ../nbs/14_zoo.ipynb #b3ee8059
 from __future__ import annotations
 
-import contextlib, dataclasses, fcntl, json, os
+import contextlib, fcntl, json
 from dataclasses import dataclass, asdict, replace
 from pathlib import Path
 

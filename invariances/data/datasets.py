@@ -5,17 +5,17 @@
 # %% ../../nbs/03_datasets.ipynb #eedfc8ae
 from __future__ import annotations
 
-import concurrent.futures, contextlib, dataclasses, hashlib, importlib.resources, json, os, re, warnings
-from dataclasses import dataclass, field
+import concurrent.futures, contextlib, hashlib, importlib.resources, json, os, re, warnings
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 import yaml
 from PIL import Image
 
-from ..core import ImageSet, atomic_path, cache_dir, config_key, data_root, file_digest, tree_digest, write_json
+from ..core import ImageSet, atomic_path, cache_dir, config_key, data_root, tree_digest, write_json
 
 # %% auto #0
 __all__ = ['MANIFEST_SCHEMA', 'COIL_FIXTURE_MISSING', 'CIFAR10_CLASSES', 'W300_SUBSETS', 'EXPOSURE_LEVELS', 'PASCAL3D_CLASSES',
@@ -208,7 +208,6 @@ def decode_images(paths: Sequence[str | os.PathLike], dataset: str, size=None, b
         if hit is not None:
             arr, info = hit
             return arr, np.asarray(info["kept"], dtype=np.int64), [tuple(s) for s in info["skipped"]]
-    first_ok = None
     skipped, out = [], None
     def job(i): return _decode_one(paths[i], size, None if boxes is None else boxes[i], mode, dataset)
     workers = workers or min(4, os.cpu_count() or 1)

@@ -5,7 +5,7 @@
 # %% ../../nbs/02_synthetic.ipynb #9da309ad
 from __future__ import annotations
 
-import hashlib, json, math, os, warnings
+import hashlib, json, math, warnings
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 

@@ -5,7 +5,7 @@
 # %% ../../nbs/13_stats.ipynb #ff0c0b4f
 from __future__ import annotations
 
-from dataclasses import dataclass, asdict
+from dataclasses import dataclass
 from typing import Mapping, Sequence
 
 import numpy as np
