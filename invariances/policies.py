@@ -17,9 +17,9 @@ __all__ = ['BRIGHTNESS', 'CONTRAST', 'SATURATION', 'HUE', 'Params', 'LOOC_AUGS',
            'demo_images', 'show_grid', 'Augmentation', 'RandomResizedCrop', 'RandomHorizontalFlip', 'RandomRotation90',
            'warp', 'resize_center_crop', 'rgb_to_gray', 'to_gray_where', 'colour_map', 'blend', 'adjust_brightness',
            'adjust_contrast', 'adjust_saturation', 'rgb_to_hsv', 'hsv_to_rgb', 'adjust_hue', 'color_jitter',
-           'ColorJitter', 'RandomGrayscale', 'ColorDistortion', 'gaussian_kernels', 'blur_separable', 'GaussianBlur',
-           'random_phase_textures', 'TextureRandomization', 'Policy', 'get_policy', 'looc_views', 'JigsawPolicy',
-           'get_jigsaw']
+           'ColorJitter', 'RandomGrayscale', 'ColorDistortion', 'gaussian_kernels', 'blur_separable', 'gaussian_blur',
+           'GaussianBlur', 'random_phase_textures', 'TextureRandomization', 'Policy', 'get_policy', 'looc_views',
+           'JigsawPolicy', 'get_jigsaw']
 
 # %% ../nbs/05_policies.ipynb #97079da6
 _IMAGENET_SIZE = 224  # the papers' training resolution; size-dependent parameters (blur sigma) scale by size / 224
@@ -349,6 +349,11 @@ def blur_separable(x: torch.Tensor, kernels: torch.Tensor, padding_mode: str = "
     for t in range(1, K): out.addcmul_(rows[..., t:t + w], k[:, t].view(-1, 1, 1, 1))
     return out
 
+def gaussian_blur(x: torch.Tensor, sigma: torch.Tensor, radius: int | None = None) -> torch.Tensor:
+    "Blur each image of `x` with its own Gaussian, `sigma (N,)` in pixels, truncated at `radius` (default: 3 of the widest sigma)."
+    if radius is None: radius = max(1, math.ceil(3 * float(sigma.max()))) if len(sigma) else 1
+    return blur_separable(x, gaussian_kernels(sigma, radius))
+
 class GaussianBlur(Augmentation):
     "With probability `p` blur with sigma ~ U(`sigma`) given in pixels at 224 px, scaled to the image size."
     name = "blur"
@@ -366,7 +371,7 @@ class GaussianBlur(Augmentation):
         idx = (sigma > 0).nonzero().squeeze(1)
         if len(idx) == 0: return x
         out = x.clone()
-        out[idx] = blur_separable(x[idx], gaussian_kernels(sigma[idx], self._radius)).clamp_(0, 1)
+        out[idx] = gaussian_blur(x[idx], sigma[idx], self._radius).clamp_(0, 1)
         return out
 
 # %% ../nbs/05_policies.ipynb #fc29927f

@@ -13,8 +13,9 @@ import torch
 import torch.nn.functional as F
 import torchvision.transforms.v2.functional as TVF
 
-from .policies import (check_images, warp, rgb_to_gray, adjust_brightness, adjust_contrast, adjust_saturation,
-                                  adjust_hue, gaussian_kernels, blur_separable, demo_images, show_grid)
+from .policies import (check_images, warp, rgb_to_gray, to_gray_where, adjust_brightness, adjust_contrast,
+                                  adjust_saturation, adjust_hue, rgb_to_hsv, hsv_to_rgb, gaussian_kernels, gaussian_blur,
+                                  demo_images, show_grid)
 
 # %% auto #0
 __all__ = ['TRANSFORMS', 'CORRUPTIONS', 'EvalTransform', 'affine_matrix', 'get_transform', 'corrupt']
@@ -136,8 +137,7 @@ def _elastic(x, sigma):
 # %% ../nbs/04_transforms.ipynb #28edd72f
 def _blur(x, sigma_frac):
     sigma = sigma_frac * 224 * (min(x.shape[-2:]) / 224)  # fraction of 224 px -> pixels at this size
-    radius = max(1, math.ceil(3 * float(sigma.max()))) if len(sigma) else 1
-    return blur_separable(x, gaussian_kernels(sigma, radius), padding_mode="reflect" if radius < min(x.shape[-2:]) else "replicate").clamp(0, 1)
+    return gaussian_blur(x, sigma).clamp(0, 1)
 
 def _sharpness(x, f):
     c = x.shape[1]
@@ -174,7 +174,7 @@ _EVAL_TRANSFORMS = [
     EvalTransform("rotation", "spatial", lambda x, p: _affine(x, angle=p), _t(0), (0,), (360,)),
     EvalTransform("translation", "spatial", _translate, _t(0, 0), (-1 / 16, -1 / 16), (1 / 16, 1 / 16)),
     EvalTransform("deform", "spatial", _elastic, _t(0), (10 / 256,), (50 / 256,)),
-    EvalTransform("grayscale", "appearance", lambda x, p: torch.where(_flag(p, x), rgb_to_gray(x).expand_as(x), x), _t(0), values=_B),
+    EvalTransform("grayscale", "appearance", lambda x, p: to_gray_where(x, p > 0.5), _t(0), values=_B),
     EvalTransform("brightness", "appearance", adjust_brightness, _t(1), (0.25,), (5.0,)),
     EvalTransform("contrast", "appearance", adjust_contrast, _t(1), (0.25,), (5.0,)),
     EvalTransform("saturation", "appearance", adjust_saturation, _t(1), (0.25,), (5.0,)),
@@ -282,7 +282,6 @@ def _zoom_blur(x, c, g, px):
 
 @_corruption("brightness")
 def _brightness(x, c, g, px):
-    from invariances.policies import rgb_to_hsv, hsv_to_rgb
     hsv = rgb_to_hsv(x); hsv[:, 2] = (hsv[:, 2] + c).clamp(0, 1)
     return hsv_to_rgb(hsv)
 
@@ -341,7 +340,7 @@ def _local_shuffle(x, delta: float, iterations: int, g):
 
 def _gauss(x, sigma_px: float):
     if sigma_px <= 0: return x
-    return blur_separable(x, gaussian_kernels(torch.full((x.shape[0],), sigma_px, device=x.device), max(1, math.ceil(3 * sigma_px))))
+    return gaussian_blur(x, torch.full((x.shape[0],), sigma_px, device=x.device))
 
 @_corruption("glass_blur")
 def _glass_blur(x, c, g, px):
