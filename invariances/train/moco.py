@@ -67,7 +67,11 @@ class SplitBatchNorm(nn.BatchNorm2d):
         if N % s: raise ValueError(f"batch size {N} is not divisible by num_splits={s}")
         mean, var = self.running_mean.repeat(s), self.running_var.repeat(s)
         out = F.batch_norm(x.reshape(N // s, C * s, H, W), mean, var, self.weight.repeat(s), self.bias.repeat(s),
-                           True, self.momentum, self.eps).view(N, C, H, W)
+                           True, self.momentum, self.eps)
+        # not `.view`: ResNet applies in-place ReLU and `+=` to this output, and autograd turns in-place ops on a view
+        # into a zero-filled copy of the whole activation in backward (7 % of a MoCo step on the CPU). `_unsafe_view`
+        # is the same reshape of a fresh tensor without the view tracking (PyTorch's own reshape uses it).
+        out = torch.ops.aten._unsafe_view(out, (N, C, H, W))
         with torch.no_grad():  # the running statistics are the average over the sub-batches
             self.running_mean.copy_(mean.view(s, C).mean(0)); self.running_var.copy_(var.view(s, C).mean(0))
             self.num_batches_tracked.add_(1)
