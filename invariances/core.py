@@ -5,20 +5,21 @@
 # %% ../nbs/00_core.ipynb #437fd9fb
 from __future__ import annotations
 
-import contextlib, datetime, hashlib, io, json, os, platform, random, resource, subprocess, tempfile, time
+import contextlib, datetime, hashlib, io, json, os, platform, random, resource, subprocess, tempfile, threading, time
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 import torch
 
 # %% auto #0
-__all__ = ['seed_everything', 'seed_worker', 'Runtime', 'to_float_images', 'to_uint8_images', 'ImageSet', 'data_root',
-           'cache_dir', 'config_key', 'atomic_path', 'write_bytes', 'write_text', 'write_json', 'save_torch',
-           'table_markdown', 'table_latex', 'save_table', 'save_figure', 'file_digest', 'tree_digest', 'git_info',
-           'package_versions', 'peak_memory_mb', 'provenance', 'RunDir']
+__all__ = ['seed_everything', 'seed_worker', 'Runtime', 'run_concurrently', 'to_float_images', 'to_uint8_images', 'ImageSet',
+           'data_root', 'cache_dir', 'config_key', 'atomic_path', 'write_bytes', 'write_text', 'write_json',
+           'save_torch', 'table_markdown', 'table_latex', 'save_table', 'save_figure', 'file_digest', 'tree_digest',
+           'git_info', 'package_versions', 'peak_memory_mb', 'provenance', 'RunDir']
 
 # %% ../nbs/00_core.ipynb #25237e79
 def seed_everything(seed: int) -> torch.Generator:
@@ -74,6 +75,35 @@ class Runtime:
              "channels_last": self.channels_last, "torch_threads": torch.get_num_threads()}
         if self.device.type == "cuda": d["gpu"] = torch.cuda.get_device_name(self.device)
         return d
+
+# %% ../nbs/00_core.ipynb #c53211b2
+_BRANCH = threading.local()  # `active` is set on a thread while it runs a branch of `run_concurrently`
+_POOL: ThreadPoolExecutor | None = None
+
+def run_concurrently(*fns: Callable[[], Any], device: str | torch.device = "cpu") -> list:
+    """The results of the independent thunks `fns`, in order. On a CPU with several intra-op threads each runs on a
+    thread of its own (the first on the calling thread) with an equal share of them; otherwise one after the other."""
+    global _POOL
+    threads = torch.get_num_threads()
+    if torch.device(device).type != "cpu" or len(fns) < 2 or threads < 2 or getattr(_BRANCH, "active", False):
+        return [f() for f in fns]
+    share, grad = max(1, threads // len(fns)), torch.is_grad_enabled()
+    autocast = torch.is_autocast_enabled("cpu"), torch.get_autocast_dtype("cpu")
+
+    def branch(f):
+        _BRANCH.active = True
+        torch.set_num_threads(share)  # `set_num_threads` sets the calling thread's team and the default for new ones
+        try:
+            with torch.set_grad_enabled(grad), torch.autocast("cpu", dtype=autocast[1], enabled=autocast[0]): return f()
+        finally: _BRANCH.active = False
+
+    if _POOL is None or _POOL._max_workers < len(fns) - 1:
+        _POOL = ThreadPoolExecutor(len(fns) - 1, thread_name_prefix="invariances")
+    futures = [_POOL.submit(branch, f) for f in fns[1:]]
+    try: return [branch(fns[0])] + [f.result() for f in futures]
+    finally:
+        wait(futures)  # even when a branch failed, none is left running with the reduced thread count
+        torch.set_num_threads(threads)
 
 # %% ../nbs/00_core.ipynb #8fb3b604
 def to_float_images(images, device: str | torch.device = "cpu") -> torch.Tensor:

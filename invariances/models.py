@@ -18,9 +18,10 @@ from torchvision.models import resnet as tv_resnet
 from .core import save_torch, write_json
 
 # %% auto #0
-__all__ = ['ARCHS', 'IMAGENET_MEAN', 'IMAGENET_STD', 'BackboneConfig', 'make_resnet', 'Encoder', 'ProjectionHead', 'FeatureTaps',
-           'tap_features', 'FusedEncoder', 'sidecar_path', 'save_backbone', 'load_backbone', 'encoder_from_state_dict',
-           'infer_backbone_config', 'import_moco_checkpoint', 'import_torchvision_weights', 'load_public_checkpoint']
+__all__ = ['ARCHS', 'IMAGENET_MEAN', 'IMAGENET_STD', 'BackboneConfig', 'make_resnet', 'separable_max_pool2d', 'MaxPool2d',
+           'Encoder', 'ProjectionHead', 'FeatureTaps', 'tap_features', 'FusedEncoder', 'sidecar_path', 'save_backbone',
+           'load_backbone', 'encoder_from_state_dict', 'infer_backbone_config', 'import_moco_checkpoint',
+           'import_torchvision_weights', 'load_public_checkpoint']
 
 # %% ../nbs/06_models.ipynb #27580cb7
 ARCHS = {"resnet18": (tv_resnet.BasicBlock, [2, 2, 2, 2]), "resnet34": (tv_resnet.BasicBlock, [3, 4, 6, 3]),
@@ -61,11 +62,35 @@ def make_resnet(arch: str = "resnet18", width: float = 1.0, small_stem: bool = F
     if small_stem:
         net.conv1 = nn.Conv2d(3, cfg.channels[0], kernel_size=3, stride=1, padding=1, bias=False)
         net.maxpool = nn.Identity()
+    else:
+        net.maxpool = MaxPool2d(kernel_size=3, stride=2, padding=1)  # torchvision's, with a fast exact CPU inference path
     net.fc = nn.Identity()
     for m in net.modules():  # torchvision's initialisation, applied again to the rebuilt modules
         if isinstance(m, nn.Conv2d): nn.init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu")
         elif isinstance(m, (nn.BatchNorm2d, nn.GroupNorm)): nn.init.ones_(m.weight); nn.init.zeros_(m.bias)
     return net
+
+# %% ../nbs/06_models.ipynb #224890de
+def separable_max_pool2d(x: torch.Tensor, kernel_size, stride=None, padding=0) -> torch.Tensor:
+    "`F.max_pool2d(x, kernel_size, stride, padding)` (no dilation, floor mode) as separable strided maxima; no autograd."
+    pair = lambda v: (v, v) if isinstance(v, int) else tuple(v)
+    (kh, kw), (sh, sw), (ph, pw) = pair(kernel_size), pair(stride or kernel_size), pair(padding)
+    if ph or pw: x = F.pad(x, (pw, pw, ph, ph), value=float("-inf"))
+    for dim, k, s in ((x.ndim - 1, kw, sw), (x.ndim - 2, kh, sh)):
+        n = (x.shape[dim] - k) // s + 1
+        taps = [x[(slice(None),) * dim + (slice(j, j + s * (n - 1) + 1, s),)] for j in range(k)]
+        out = torch.maximum(taps[0], taps[1]) if k > 1 else taps[0].clone()
+        for t in taps[2:]: torch.maximum(out, t, out=out)
+        x = out
+    return x
+
+class MaxPool2d(nn.MaxPool2d):
+    "`nn.MaxPool2d` that computes with `separable_max_pool2d` on a CPU when no gradient is recorded (same outputs)."
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        plain = (self.dilation in (1, (1, 1)) and not self.ceil_mode and not self.return_indices and x.is_floating_point()
+                 and 2 * max(nn.modules.utils._pair(self.padding)) <= min(nn.modules.utils._pair(self.kernel_size)))
+        if not plain or x.device.type != "cpu" or (torch.is_grad_enabled() and x.requires_grad): return super().forward(x)
+        return separable_max_pool2d(x, self.kernel_size, self.stride, self.padding)
 
 # %% ../nbs/06_models.ipynb #d5af2d80
 class Encoder(nn.Module):

@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 import torchvision.transforms.v2.functional as TVF
 
-from .policies import (check_images, warp, rgb_to_gray, to_gray_where, adjust_brightness, adjust_contrast,
+from .policies import (check_images, warp, affine_grid, rgb_to_gray, to_gray_where, adjust_brightness, adjust_contrast,
                                   adjust_saturation, adjust_hue, rgb_to_hsv, hsv_to_rgb, gaussian_kernels, gaussian_blur,
                                   demo_images, show_grid)
 
@@ -120,7 +120,7 @@ def _displace(x, disp, m=None, padding_mode="zeros"):
     """Bilinear sample of `x (N,C,H,W)` at `m @ (u + disp(u))` for every output pixel `u` (normalised coordinates);
     `disp (N,2,H,W)` in normalised units (x then y), `m (N,3,3)` an optional affine map after it. One `grid_sample`."""
     n, _, h, w = x.shape
-    grid = F.affine_grid(torch.eye(2, 3, device=x.device).expand(n, 2, 3), (n, 3, h, w), align_corners=False)
+    grid = affine_grid(torch.eye(2, 3, device=x.device).expand(n, 2, 3), h, w)
     grid = grid + disp.permute(0, 2, 3, 1)
     if m is not None: grid = grid @ m[:, None, :2, :2].transpose(-1, -2) + m[:, None, None, :2, 2]
     return F.grid_sample(x, grid.to(x.dtype), mode="bilinear", padding_mode=padding_mode, align_corners=False)

@@ -13,7 +13,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ..core import ImageSet, Runtime
+from ..core import ImageSet, Runtime, run_concurrently
 from ..models import Encoder, ProjectionHead, encoder_from_state_dict
 from .loop import EncoderConfig, train_encoder, all_gather_cat, init_distributed, resolve_policy
 
@@ -131,10 +131,11 @@ class MoCo(nn.Module):
 
     def forward(self, x: torch.Tensor, idx: torch.Tensor | None = None, generator: torch.Generator | None = None):
         view_q, view_k = self.views(x, generator), self.views(x, generator)
-        q = F.normalize(self.head_q(self.encoder_q(view_q)).float(), dim=1)
-        with torch.no_grad():
-            perm = torch.randperm(len(x), generator=generator, device=x.device)  # shuffled BN groups for the keys
-            k = F.normalize(self.head_k(self.encoder_k(view_k[perm])).float(), dim=1)[torch.argsort(perm)]
+        perm = torch.randperm(len(x), generator=generator, device=x.device)  # shuffled BN groups for the keys
+        def queries(): return F.normalize(self.head_q(self.encoder_q(view_q)).float(), dim=1)
+        @torch.no_grad()
+        def keys(): return F.normalize(self.head_k(self.encoder_k(view_k[perm])).float(), dim=1)[torch.argsort(perm)]
+        q, k = run_concurrently(queries, keys, device=x.device)
         logits = moco_logits(q, k, self.queue.clone().detach(), self.config.temperature)
         loss = F.cross_entropy(logits, torch.zeros(len(q), dtype=torch.long, device=q.device))
         enqueue(self.queue, self.queue_ptr, all_gather_cat(k))
