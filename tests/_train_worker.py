@@ -1,6 +1,6 @@
 """Worker for tests/test_train.py: a tiny MoCo-v2 run, optionally killed with SIGKILL in the middle of a step.
 
-python tests/_train_worker.py OUT_DIR [--kill-at-view N] [--steps S]   (also run under torchrun for the DDP test)
+python tests/_train_worker.py OUT_DIR [--kill-at-view N] [--steps S] [--threads T]   (also run under torchrun for the DDP test)
 """
 import argparse, os, signal, sys
 from pathlib import Path
@@ -27,8 +27,9 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("out_dir"); ap.add_argument("--kill-at-view", type=int, default=None)
     ap.add_argument("--steps", type=int, default=8); ap.add_argument("--batch-size", type=int, default=8)
+    ap.add_argument("--threads", type=int, default=1)  # 2: MoCo runs its two encoders side by side
     a = ap.parse_args()
-    torch.set_num_threads(1)
+    torch.set_num_threads(a.threads)
     calls = [0]
     spatial = get_policy("spatial", 16)
 

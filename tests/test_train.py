@@ -27,14 +27,15 @@ def _method_state(out_dir):
 
 
 @pytest.mark.slow
-def test_sigkill_mid_step_then_resume_gives_identical_weights(tmp_path):
+@pytest.mark.parametrize("threads", [1, 2])  # with 2 threads the encoders run side by side (core.run_concurrently)
+def test_sigkill_mid_step_then_resume_gives_identical_weights(tmp_path, threads):
     full, cut = tmp_path / "full", tmp_path / "cut"
-    _run(full)
+    _run(full, "--threads", threads)
     # views are drawn twice per step: view 12 is the key view of step 6 (0-based 5); the last checkpoint is step 4
-    p = _run(cut, "--kill-at-view", 12, check=False)
+    p = _run(cut, "--kill-at-view", 12, "--threads", threads, check=False)
     assert p.returncode == -9, (p.returncode, p.stderr)
     assert _method_state(cut)["step"] == 4 and not (cut / "backbone.pt").exists()
-    _run(cut)
+    _run(cut, "--threads", threads)
     a, b = _method_state(full), _method_state(cut)
     assert a["step"] == b["step"] == 8
     assert a["method"].keys() == b["method"].keys()
