@@ -7,7 +7,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat settings.ini setup.py | sha256sum | cut -c1-16)
 BATCH  ?= cpu
 export MPLBACKEND := Agg
-# passive OpenMP waiting: spinning threads make torch many times slower on a loaded CPU (see nbs/20_repro.ipynb)
+# passive OpenMP waiting: spinning threads make torch many times slower on a loaded CPU (see nbs/80_repro.ipynb)
 export OMP_WAIT_POLICY ?= PASSIVE
 
 .PHONY: venv test repro bench readme sync clean-runs

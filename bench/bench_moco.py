@@ -20,7 +20,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from invariances.core import ImageSet, Runtime, to_float_images, write_json, provenance
+from invariances.core import Runtime, to_float_images, write_json, provenance
+from invariances.data.imageset import ImageSet
 from invariances.models import BackboneConfig, Encoder
 from invariances.train.loop import _make_optimizer
 from invariances.train.moco import MoCo, MocoConfig

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np, pandas as pd, torch
 
-from invariances.core import ImageSet
+from invariances.data.imageset import ImageSet
 from invariances.policies import get_policy
 from invariances.train.moco import MocoConfig, train_moco
 from invariances.train.loop import world_info

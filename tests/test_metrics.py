@@ -6,7 +6,7 @@ import pytest
 import torch
 from scipy.spatial.distance import mahalanobis as scipy_mahalanobis
 
-from invariances.core import ImageSet
+from invariances.data.imageset import ImageSet
 from invariances.features import Features, extract_features
 from invariances.metrics.ris import RIS_VARIANTS, representation_invariance_score
 from invariances.metrics.similarity import (ReferenceStats, average_confusion_ratio, group_invariance,

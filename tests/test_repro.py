@@ -19,7 +19,7 @@ def notebook(path, params=None, body=""):
     nbformat.write(nb, str(path))
 
 
-WRITE = "from invariances.core import RunDir\nrun = RunDir(params={'n': n})\nrun.json({'n': n}, 'out')\nrun.finish()"
+WRITE = "from invariances.runs import RunDir\nrun = RunDir(params={'n': n})\nrun.json({'n': n}, 'out')\nrun.finish()"
 
 
 @pytest.fixture

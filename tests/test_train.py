@@ -88,7 +88,7 @@ def test_moco_learns_instance_discrimination_when_views_are_nearly_identical(tmp
     must come to pick its own key out of the queue. A wrong positive index, a detached query or keys that do not match
     their queries keep the contrastive accuracy near chance (1 in 257) and the loss near ln(257) = 5.5."""
     import numpy as np, pandas as pd
-    from invariances.core import ImageSet
+    from invariances.data.imageset import ImageSet
     from invariances.train.moco import MocoConfig, train_moco
     rng = np.random.default_rng(0)
     base = torch.from_numpy(rng.integers(0, 256, (512, 4, 4, 3), dtype=np.uint8)).permute(0, 3, 1, 2).float()
