@@ -37,7 +37,7 @@ bench: venv
 	@for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
 readme: venv
-	$(BIN)/python -c "from invariances.repro import write_readme; write_readme()"
+	$(BIN)/python -c "from invariances.cli import write_docs; write_docs()"
 
 # Regenerate the library and clean the notebooks after editing them.
 sync: venv

@@ -15,6 +15,7 @@ import yaml
 
 from .core import write_text
 from .runs import table_markdown
+from .repro import load_batch, project_root
 
 # %% auto #0
 __all__ = ['CLAIM_KEYS', 'Claim', 'ClaimResult', 'load_claims', 'check_claim', 'load_paper_values', 'side_by_side',
@@ -105,7 +106,6 @@ def _read_table(run_dir: Path, name: str) -> pd.DataFrame | None:
 def build_report(batch: str, root: str | os.PathLike | None = None, out: str | os.PathLike | None = None,
                  runs_dir: str | os.PathLike | None = None) -> str:
     "Write the report of `batch`'s runs (in `runs_dir`, default `repro/runs/<batch>`) to `out`; return its text."
-    from invariances.repro import project_root, load_batch
     root = Path(root) if root else project_root()
     b = load_batch(batch, root)
     runs_dir = Path(runs_dir) if runs_dir else root / "repro" / "runs" / b.name

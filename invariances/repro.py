@@ -5,7 +5,7 @@
 # %% ../nbs/80_repro.ipynb #bb8cf14f
 from __future__ import annotations
 
-import argparse, contextlib, fcntl, hashlib, json, logging, os, sys, tempfile, time, traceback
+import contextlib, fcntl, hashlib, json, logging, os, tempfile, time, traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,8 +17,7 @@ from .runs import table_markdown
 
 # %% auto #0
 __all__ = ['project_root', 'library_digest', 'RunSpec', 'Batch', 'load_batch', 'declared_parameters', 'check_parameters',
-           'data_digests', 'run_key', 'RunResult', 'execute_run', 'summary_markdown', 'run_batch', 'main',
-           'readme_from_index', 'write_readme']
+           'data_digests', 'run_key', 'RunResult', 'execute_run', 'summary_markdown', 'run_batch']
 
 # %% ../nbs/80_repro.ipynb #a9b9468f
 def project_root(start: str | os.PathLike | None = None) -> Path:
@@ -227,55 +226,3 @@ def run_batch(batch: str | Batch, only: list[str] | None = None, force: bool = F
             write_text(out / "SUMMARY.md", summary_markdown(batch, results))
         fcntl.flock(lock, fcntl.LOCK_UN); lock.close()
     return results
-
-# %% ../nbs/80_repro.ipynb #f7de5718
-def main(argv: list[str] | None = None) -> int:
-    "`invariances-repro BATCH [--only a,b] [--force] [--list]`: run a batch; exit 0 iff every run passed."
-    ap = argparse.ArgumentParser(prog="invariances-repro", description=main.__doc__)
-    ap.add_argument("batch", help="a batch name under repro/batches/ (smoke, cpu, real, gpu) or a YAML path")
-    ap.add_argument("--only", default="", help="comma-separated run names to run")
-    ap.add_argument("--force", action="store_true", help="re-run runs whose inputs are unchanged")
-    ap.add_argument("--list", action="store_true", help="list the batch's runs and their state, run nothing")
-    ap.add_argument("--out", default=None, help="output folder (default repro/runs/<batch>)")
-    ap.add_argument("--timeout", type=int, default=None, help="per-cell timeout in seconds")
-    ap.add_argument("--report", default=None, metavar="PATH",
-                    help="also write the report here (it is always written to repro/runs/<batch>/REPORT.md)")
-    a = ap.parse_args(argv)
-    try:
-        root = project_root()
-        batch = load_batch(a.batch, root)
-        if a.list:
-            out = Path(a.out or root / "repro" / "runs" / batch.name)
-            for r in batch.runs:
-                state = "done" if (out / r.name / ".done.json").is_file() else "not run"
-                print(f"{r.name:32s} {r.notebook.name:32s} {state:8s} {json.dumps(r.parameters)}")
-            return 0
-        only = [s for s in a.only.split(",") if s] or None
-        results = run_batch(batch, only, a.force, a.out, root, timeout=a.timeout)
-        from invariances.report import build_report
-        out = Path(a.out or root / "repro" / "runs" / batch.name)
-        text = build_report(batch.name, root, out / "REPORT.md", runs_dir=out)
-        if a.report: write_text(Path(a.report), text)
-    except (FileNotFoundError, ValueError, RuntimeError) as e:
-        print(f"invariances-repro: error: {e}", file=sys.stderr); return 2
-    print("\n" + summary_markdown(batch, results))
-    return 0 if all(r.status in ("ok", "skipped") for r in results) else 1
-
-# %% ../nbs/80_repro.ipynb #a13cef6c
-def readme_from_index(root: str | os.PathLike | None = None) -> str:
-    "Render `nbs/index.ipynb` of the project at `root` to Markdown."
-    root = Path(root) if root else project_root()
-    nb = nbformat.read(str(root / "nbs" / "index.ipynb"), as_version=4)
-    parts = []
-    for c in nb.cells:
-        lines = c.source.splitlines()
-        directives = {l.strip()[3:].strip() for l in lines if l.strip().startswith("#|")}
-        if "hide" in directives or any(d.startswith("default_exp") for d in directives): continue
-        body = "\n".join(l for l in lines if not l.strip().startswith("#|")).strip("\n")
-        if not body: continue
-        parts.append(body if c.cell_type == "markdown" else f"```python\n{body}\n```")
-    return "\n\n".join(parts) + "\n"
-
-def write_readme(root: str | os.PathLike | None = None) -> Path:
-    root = Path(root) if root else project_root()
-    return write_text(root / "README.md", readme_from_index(root))

@@ -6,55 +6,21 @@
 from __future__ import annotations
 
 import contextlib, fcntl, json
-from dataclasses import dataclass, asdict, replace
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
 
 from .core import Runtime, cache_dir, config_key, data_root, tree_digest, write_json
 from .data.imageset import ImageSet
-from .models import Encoder, load_backbone, save_backbone
-from .train.moco import MocoConfig, train_moco
-from .train.supervised import SupervisedConfig, train_supervised, random_model
+from .models import Encoder, load_backbone
+from .policies import get_policy
+from .train.loop import PROFILES, Profile, get_profile
+from .train.methods import get_method, train
 
 # %% auto #0
-__all__ = ['PROFILES', 'DATA', 'REAL_FOLDERS', 'MODELS', 'ZOO_VERSION', 'Profile', 'get_profile', 'dataset', 'data_identity',
-           'model_config', 'model_key', 'model_dir', 'get', 'is_cached', 'training_record']
-
-# %% ../nbs/60_zoo.ipynb #15cbd6d6
-@dataclass(frozen=True)
-class Profile:
-    "The scale of a batch: training data and the training recipe shared by every model of the zoo."
-    name: str
-    data: str                     # a key of DATA
-    n_train: int | None           # training images (None: the whole split)
-    image_size: int
-    arch: str = "resnet18"
-    width: float = 1.0
-    small_stem: bool = False
-    batch_size: int = 128
-    steps: int | None = 500
-    epochs: float = 1.0           # used when steps is None
-    lr: float = 0.06
-    queue_size: int = 4096
-    key_momentum: float = 0.99
-    bn_splits: int = 4
-    supervised_lr: float = 0.1
-    checkpoint_every: int = 50
-
-PROFILES = {
-    "smoke": Profile("smoke", "synthetic-objects", 512, 32, width=0.125, batch_size=32, steps=4, queue_size=128,
-                     bn_splits=2, checkpoint_every=2),
-    "cpu": Profile("cpu", "synthetic-objects", 20_000, 64, width=0.5, steps=500),
-    "real": Profile("real", "tiny-imagenet", None, 64, width=0.5, steps=500),
-    "gpu": Profile("gpu", "imagenet", None, 224, arch="resnet50", batch_size=256, steps=None, epochs=200, lr=0.03,
-                   queue_size=65_536, key_momentum=0.999, bn_splits=8, checkpoint_every=1000),
-}
-
-def get_profile(profile: str | Profile) -> Profile:
-    if isinstance(profile, Profile): return profile
-    if profile not in PROFILES: raise ValueError(f"unknown profile {profile!r}; choose one of {list(PROFILES)}")
-    return PROFILES[profile]
+__all__ = ['DATA', 'REAL_FOLDERS', 'MODELS', 'ZOO_VERSION', 'dataset', 'data_identity', 'model_config', 'model_key', 'model_dir',
+           'get', 'is_cached', 'training_record']
 
 # %% ../nbs/60_zoo.ipynb #ac3d997a
 def _synthetic_objects(split, n, size, root):
@@ -64,11 +30,11 @@ def _synthetic_objects(split, n, size, root):
 # Real datasets have no labelled test split: held-out images come from `val`, for both the transformed images and
 # the reference statistics, as in Ericsson et al. (1,000 images and the statistics, all from ImageNet val).
 def _tiny_imagenet(split, n, size, root):
-    from invariances.data.datasets import load_tiny_imagenet
+    from invariances.data.classification import load_tiny_imagenet
     return load_tiny_imagenet(data_root(root, required=True), split="train" if split == "train" else "val", size=size)
 
 def _imagenet(split, n, size, root):
-    from invariances.data.datasets import load_imagenet
+    from invariances.data.classification import load_imagenet
     return load_imagenet(data_root(root, required=True), split="train" if split == "train" else "val", size=size)
 
 DATA = {"synthetic-objects": _synthetic_objects, "tiny-imagenet": _tiny_imagenet, "imagenet": _imagenet}
@@ -109,20 +75,16 @@ MODELS = {
 ZOO_VERSION = 1  # bump when training code changes what a config produces; it is part of every model's key
 
 def model_config(name: str, profile: str | Profile = "cpu", seed: int = 0):
-    "The full training config of model `name` at `profile`: a `MocoConfig`, `SupervisedConfig` or (random) `MocoConfig`."
+    "The full training config of model `name` at `profile`: its method's config class, derived from the profile."
     if name not in MODELS: raise ValueError(f"unknown model {name!r}; the zoo has {list(MODELS)}")
     p, m = get_profile(profile), MODELS[name]
-    common = dict(arch=p.arch, width=p.width * m.get("width_multiplier", 1), small_stem=p.small_stem,
-                  image_size=p.image_size, batch_size=p.batch_size, steps=p.steps, epochs=p.epochs, seed=seed,
-                  checkpoint_every=p.checkpoint_every)
-    if m["method"] == "supervised": return SupervisedConfig(lr=p.supervised_lr, policy=m["policy"], **common)
-    return MocoConfig(lr=p.lr, queue_size=p.queue_size, key_momentum=p.key_momentum, bn_splits=p.bn_splits,
-                      policy=m.get("policy", "default"), **common)
+    named = {k: v for k, v in m.items() if k not in ("method", "width_multiplier")}   # e.g. the policy
+    return get_method(m["method"]).config.from_profile(p, width=p.width * m.get("width_multiplier", 1), seed=seed, **named)
 
 def model_key(name: str, profile: str | Profile = "cpu", seed: int = 0, root=None) -> str:
     p = get_profile(profile)
     return config_key({"zoo": ZOO_VERSION, "model": MODELS[name], "config": asdict(model_config(name, p, seed)),
-                       "n_train": p.n_train, "data": data_identity(p, root) if MODELS[name]["method"] != "random" else None})
+                       "n_train": p.n_train, "data": data_identity(p, root) if get_method(MODELS[name]["method"]).trains else None})
 
 def model_dir(name: str, profile: str | Profile = "cpu", seed: int = 0, root=None) -> Path:
     p = get_profile(profile)
@@ -145,15 +107,10 @@ def get(name: str, profile: str | Profile = "cpu", seed: int = 0, root=None, run
     with _locked(folder):
         if weights.is_file(): return load_backbone(weights).eval()
         cfg, method = model_config(name, p, seed), MODELS[name]["method"]
-        if method == "random":
-            enc = random_model(cfg)
-            save_backbone(enc, weights, extra={"method": "random", "config": asdict(cfg)})
-            return enc.eval()
-        train_set = dataset(p, "train", p.n_train, root)
-        if method == "moco":
-            enc = train_moco(train_set, cfg, folder, runtime=runtime, progress=progress)
-        else:
-            enc = train_supervised(train_set, cfg, folder, runtime=runtime, progress=progress)
+        trains = get_method(method).trains
+        train_set = dataset(p, "train", p.n_train, root) if trains else None
+        policy = get_policy(cfg.policy, cfg.image_size) if trains else None
+        enc = train(method, train_set, cfg, folder, policy, runtime=runtime, progress=progress)
         write_json(folder / "zoo.json", {"name": name, "profile": asdict(p), "seed": seed, "key": folder.name})
         return enc.eval()
 

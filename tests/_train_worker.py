@@ -9,7 +9,8 @@ import numpy as np, pandas as pd, torch
 
 from invariances.data.imageset import ImageSet
 from invariances.policies import get_policy
-from invariances.train.moco import MocoConfig, train_moco
+from invariances.train.moco import MocoConfig
+from invariances.train.methods import train_moco
 from invariances.train.loop import world_info
 
 

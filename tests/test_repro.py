@@ -6,7 +6,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from invariances.repro import main
+from invariances.cli import main
 
 BIN = Path(sys.executable).parent
 

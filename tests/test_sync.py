@@ -39,10 +39,11 @@ def test_library_in_sync_with_notebooks(copy):
     assert not orphans, f"modules no notebook exports (delete them or restore their notebook): {orphans}"
 
 
-def test_readme_in_sync_with_index():
-    from invariances.repro import readme_from_index
-    assert (ROOT / "README.md").read_text() == readme_from_index(ROOT), \
-        "README.md is out of date: run `make readme` (it is rendered from nbs/index.ipynb)"
+def test_docs_in_sync_with_notebooks():
+    from invariances.cli import DOCS, stale_docs
+    assert (ROOT / "nbs" / "index.ipynb").is_file() and (ROOT / "README.md").is_file()
+    assert not stale_docs(ROOT), \
+        f"out of date: {stale_docs(ROOT)}: run `make readme` (rendered from nbs/{', nbs/'.join(DOCS)})"
 
 
 def test_environment_yml_matches_settings():

@@ -67,7 +67,8 @@ def test_ddp_two_gloo_processes(tmp_path):
 def test_moco_checkpoint_loads_into_plain_torchvision_resnet(tmp_path):
     sys.path.insert(0, str(ROOT / "tests"))
     from _train_worker import tiny_set
-    from invariances.train.moco import MocoConfig, train_moco
+    from invariances.train.moco import MocoConfig
+    from invariances.train.methods import train_moco
     from invariances.models import load_backbone
     # 64 px: with the standard stem layer4 is then 2x2 (at 16 px it would be 1x1, and BN over 2 values per group is degenerate)
     cfg = MocoConfig(arch="resnet18", image_size=64, batch_size=8, steps=1, queue_size=8, bn_splits=2, policy="spatial")
@@ -89,7 +90,8 @@ def test_moco_learns_instance_discrimination_when_views_are_nearly_identical(tmp
     their queries keep the contrastive accuracy near chance (1 in 257) and the loss near ln(257) = 5.5."""
     import numpy as np, pandas as pd
     from invariances.data.imageset import ImageSet
-    from invariances.train.moco import MocoConfig, train_moco
+    from invariances.train.moco import MocoConfig
+    from invariances.train.methods import train_moco
     rng = np.random.default_rng(0)
     base = torch.from_numpy(rng.integers(0, 256, (512, 4, 4, 3), dtype=np.uint8)).permute(0, 3, 1, 2).float()
     images = torch.nn.functional.interpolate(base, size=32, mode="bilinear").permute(0, 2, 3, 1).round().byte().numpy()

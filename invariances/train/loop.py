@@ -6,9 +6,9 @@
 from __future__ import annotations
 
 import math, os, random, time
-from dataclasses import dataclass, asdict
+from dataclasses import dataclass, asdict, fields
 from pathlib import Path
-from typing import Mapping
+from typing import Any, ClassVar, Mapping, Protocol, runtime_checkable
 
 import numpy as np
 import torch
@@ -17,12 +17,12 @@ import torch.distributed as dist
 
 from ..core import Runtime, to_float_images, save_torch, write_json, provenance
 from ..data.imageset import ImageSet
-from ..models import BackboneConfig, save_backbone
+from ..models import BackboneConfig, Encoder, save_backbone
 
 # %% auto #0
-__all__ = ['CHECKPOINT', 'LoopConfig', 'cosine_lr', 'EpochSampler', 'rng_state', 'set_rng_state', 'world_info',
-           'init_distributed', 'is_distributed', 'all_gather_cat', 'unwrap', 'TrainingDiverged', 'fit', 'EncoderConfig',
-           'resolve_policy', 'train_encoder']
+__all__ = ['CHECKPOINT', 'PROFILES', 'LoopConfig', 'cosine_lr', 'EpochSampler', 'rng_state', 'set_rng_state', 'world_info',
+           'init_distributed', 'is_distributed', 'all_gather_cat', 'unwrap', 'TrainingDiverged', 'fit', 'Method',
+           'Profile', 'get_profile', 'EncoderConfig', 'train_encoder']
 
 # %% ../../nbs/50_loop.ipynb #733fc72c
 @dataclass
@@ -228,7 +228,59 @@ def fit(method: nn.Module, train_set: ImageSet, config: LoopConfig, out_dir: str
     return {"history": history, "steps": total, "resumed_from": resumed_from,
             "train_seconds": seconds_before + time.perf_counter() - t_start}
 
-# %% ../../nbs/50_loop.ipynb #5ec4c24b
+# %% ../../nbs/50_loop.ipynb #37f07731
+@runtime_checkable
+class Method(Protocol):
+    """What `fit` trains: an `nn.Module` built from its config by `build(config, policy, train_set)`.
+
+    - `build`: `policy` is a callable `policy(x, generator=None) -> (views, params)` on float batches (an
+      `invariances.policies.Policy` object, never a name); `train_set` gives the method what it needs from the data
+      beyond the images (e.g. the supervised labels).
+    - `forward(x, idx, generator) -> (loss, logs)`: a scalar loss and a dict of scalar tensors to log (e.g. `acc`).
+    - `after_step()`: called after every optimiser step (MoCo's momentum update, queue bookkeeping, ...).
+    - `encoder()`: the trained backbone as a plain-BatchNorm `Encoder` on the CPU, for feature extraction.
+    - Checkpoint: the module's `state_dict()`, i.e. every parameter *and buffer* (key encoders, queues, pointers);
+      `fit` stores it with the optimiser, the RNG states and the history, so state kept outside buffers is lost
+      on resume. A method must draw all randomness from the generator it is given or the global RNGs."""
+    config: Any
+    @classmethod
+    def build(cls, config, policy, train_set: ImageSet) -> "Method": ...
+    def forward(self, x: torch.Tensor, idx: torch.Tensor, generator: torch.Generator) -> tuple[torch.Tensor, dict]: ...
+    def after_step(self) -> None: ...
+    def encoder(self) -> Encoder: ...
+
+# %% ../../nbs/50_loop.ipynb #ec7f1e20
+@dataclass(frozen=True)
+class Profile:
+    "The scale of a batch: the training data (a data name the zoo resolves), its size, the image size and the budget."
+    name: str
+    data: str                     # a key of `invariances.zoo.DATA`
+    n_train: int | None           # training images (None: the whole split)
+    image_size: int
+    arch: str = "resnet18"
+    width: float = 1.0
+    small_stem: bool = False
+    batch_size: int = 128
+    steps: int | None = 500
+    epochs: float = 1.0           # used when steps is None
+    checkpoint_every: int = 50
+
+PROFILES = {
+    "smoke": Profile("smoke", "synthetic-objects", 512, 32, width=0.125, batch_size=32, steps=4, checkpoint_every=2),
+    "cpu": Profile("cpu", "synthetic-objects", 20_000, 64, width=0.5, steps=500),
+    "real": Profile("real", "tiny-imagenet", None, 64, width=0.5, steps=500),
+    "gpu": Profile("gpu", "imagenet", None, 224, arch="resnet50", batch_size=256, steps=None, epochs=200, checkpoint_every=1000),
+}
+
+def get_profile(profile: str | Profile) -> Profile:
+    "A `Profile` by name (or the profile itself)."
+    if isinstance(profile, Profile): return profile
+    if profile not in PROFILES: raise ValueError(f"unknown profile {profile!r}; choose one of {list(PROFILES)}")
+    return PROFILES[profile]
+
+# %% ../../nbs/50_loop.ipynb #dd2fd608
+_FROM_PROFILE = ("arch", "width", "small_stem", "image_size", "batch_size", "steps", "epochs", "checkpoint_every")
+
 @dataclass
 class EncoderConfig(LoopConfig):
     "Loop settings plus the backbone being trained; every method's config extends it."
@@ -236,18 +288,19 @@ class EncoderConfig(LoopConfig):
     width: float = 1.0
     small_stem: bool = False
     image_size: int = 224
-    policy: str = "default"  # a name of `invariances.policies.get_policy`, used when no policy callable is given
+    policy: str = "default"  # the name of the training augmentation (`invariances.policies.get_policy`)
+    SCALES: ClassVar[dict[str, dict]] = {}  # per profile name: this method's own hyper-parameters at that scale
 
     @property
     def backbone(self) -> BackboneConfig: return BackboneConfig(self.arch, self.width, self.small_stem)
 
-def resolve_policy(policy, config: EncoderConfig):
-    "`policy` if callable, else the policy named `policy` (or `config.policy`) at `config.image_size`."
-    if callable(policy): return policy
-    if policy is not None and not isinstance(policy, str):
-        raise TypeError(f"policy must be a callable or a policy name, got {type(policy).__name__}")
-    from invariances.policies import get_policy
-    return get_policy(policy or config.policy, config.image_size)
+    @classmethod
+    def from_profile(cls, profile: Profile, **overrides):
+        "The config at `profile`'s scale: the profile's fields, then `cls.SCALES[profile.name]`, then `overrides`."
+        names = {f.name for f in fields(cls)}
+        unknown = sorted(set(overrides) - names)
+        if unknown: raise TypeError(f"{cls.__name__} has no field(s) {unknown}")
+        return cls(**({k: getattr(profile, k) for k in _FROM_PROFILE} | cls.SCALES.get(profile.name, {}) | overrides))
 
 def train_encoder(method: nn.Module, method_name: str, train_set: ImageSet, config: EncoderConfig,
                   out_dir: str | os.PathLike, runtime: Runtime | None = None, progress: bool = True):

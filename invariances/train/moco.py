@@ -5,7 +5,7 @@
 # %% ../../nbs/51_moco.ipynb #386de465
 from __future__ import annotations
 
-import copy, os
+import copy, math
 from dataclasses import dataclass
 from functools import partial
 
@@ -13,13 +13,13 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ..core import Runtime, run_concurrently
+from ..core import run_concurrently
 from ..data.imageset import ImageSet
 from ..models import Encoder, ProjectionHead, encoder_from_state_dict
-from .loop import EncoderConfig, train_encoder, all_gather_cat, init_distributed, resolve_policy
+from .loop import EncoderConfig, all_gather_cat
 
 # %% auto #0
-__all__ = ['moco_logits', 'infonce_loss', 'enqueue', 'momentum_update', 'SplitBatchNorm', 'MocoConfig', 'MoCo', 'train_moco']
+__all__ = ['moco_logits', 'infonce_loss', 'enqueue', 'momentum_update', 'SplitBatchNorm', 'MocoConfig', 'MoCo']
 
 # %% ../../nbs/51_moco.ipynb #ba4d2503
 def moco_logits(q: torch.Tensor, k: torch.Tensor, queue: torch.Tensor, temperature: float) -> torch.Tensor:
@@ -30,10 +30,13 @@ def moco_logits(q: torch.Tensor, k: torch.Tensor, queue: torch.Tensor, temperatu
     neg = q @ queue.t()
     return torch.cat([pos, neg], dim=1) / temperature
 
-def infonce_loss(q: torch.Tensor, k: torch.Tensor, queue: torch.Tensor, temperature: float = 0.2) -> torch.Tensor:
-    "MoCo's InfoNCE: cross-entropy of `moco_logits` with the positive (column 0) as the target. Inputs L2-normalised."
+def infonce_loss(q: torch.Tensor, k: torch.Tensor, queue: torch.Tensor, temperature: float = 0.2,
+                 return_logits: bool = False):
+    """MoCo's InfoNCE: cross-entropy of `moco_logits` with the positive (column 0) as the target. Inputs L2-normalised.
+    With `return_logits`, `(loss, logits)`: the method logs its contrastive accuracy from the same logits."""
     logits = moco_logits(q.float(), k.float(), queue.float(), temperature)
-    return F.cross_entropy(logits, torch.zeros(len(q), dtype=torch.long, device=q.device))
+    loss = F.cross_entropy(logits, torch.zeros(len(q), dtype=torch.long, device=q.device))
+    return (loss, logits) if return_logits else loss
 
 # %% ../../nbs/51_moco.ipynb #473f14fc
 @torch.no_grad()
@@ -99,16 +102,19 @@ class MocoConfig(EncoderConfig):
         if not 0 <= self.key_momentum < 1: raise ValueError(f"key_momentum must be in [0, 1), got {self.key_momentum}")
         if self.temperature <= 0: raise ValueError(f"temperature must be > 0, got {self.temperature}")
 
-    @classmethod
-    def cpu(cls, **kw) -> "MocoConfig":
-        "The CPU-scale recipe (a few minutes per model on 2 cores; see bench/bench_moco.py)."
-        return cls(**({"arch": "resnet18", "width": 1.0, "small_stem": False, "image_size": 64, "batch_size": 128,
-                       "steps": 400, "lr": 0.06, "queue_size": 4096, "key_momentum": 0.99, "bn_splits": 4,
-                       "checkpoint_every": 50} | kw))
+    SCALES = {"smoke": dict(lr=0.06, queue_size=128, key_momentum=0.99, bn_splits=2),
+              "cpu": dict(lr=0.06, queue_size=4096, key_momentum=0.99, bn_splits=4),
+              "real": dict(lr=0.06, queue_size=4096, key_momentum=0.99, bn_splits=4),
+              "gpu": dict(lr=0.03, queue_size=65_536, key_momentum=0.999, bn_splits=8)}
+
+    @property
+    def chance_loss(self) -> float:
+        "The InfoNCE loss of a model that cannot tell its positive key from the queue: ln(1 + K)."
+        return math.log(1 + self.queue_size)
 
 # %% ../../nbs/51_moco.ipynb #1b5a5b43
 class MoCo(nn.Module):
-    "MoCo-v2 as a method for `invariances.train.loop.fit`."
+    "MoCo-v2 as a method for `invariances.train.loop.fit` (see `invariances.train.loop.Method`)."
     def __init__(self, config: MocoConfig, policy):
         super().__init__()
         self.config = config
@@ -124,6 +130,12 @@ class MoCo(nn.Module):
         self.register_buffer("queue", queue)
         self.register_buffer("queue_ptr", torch.zeros((), dtype=torch.long))
 
+    @classmethod
+    def build(cls, config: MocoConfig, policy, train_set: ImageSet | None = None) -> "MoCo":
+        "The method for `config` with the training augmentation `policy` (MoCo needs nothing else from the data)."
+        if not isinstance(config, MocoConfig): raise TypeError(f"config must be a MocoConfig, got {type(config).__name__}")
+        return cls(config, policy)
+
     def views(self, x, generator):
         v, _ = self.policy(x, generator=generator)
         if v.shape[-2:] != (self.config.image_size,) * 2:
@@ -137,8 +149,7 @@ class MoCo(nn.Module):
         @torch.no_grad()
         def keys(): return F.normalize(self.head_k(self.encoder_k(view_k[perm])).float(), dim=1)[torch.argsort(perm)]
         q, k = run_concurrently(queries, keys, device=x.device)
-        logits = moco_logits(q, k, self.queue.clone().detach(), self.config.temperature)
-        loss = F.cross_entropy(logits, torch.zeros(len(q), dtype=torch.long, device=q.device))
+        loss, logits = infonce_loss(q, k, self.queue.clone().detach(), self.config.temperature, return_logits=True)
         enqueue(self.queue, self.queue_ptr, all_gather_cat(k))
         return loss, {"acc": (logits.detach().argmax(1) == 0).float().mean()}
 
@@ -150,12 +161,3 @@ class MoCo(nn.Module):
         "The query encoder as a plain-BatchNorm `Encoder` (eval mode, on the CPU) for feature extraction."
         sd = {k: v.detach().cpu() for k, v in self.encoder_q.backbone.state_dict().items()}
         return encoder_from_state_dict(sd, self.config.backbone)
-
-# %% ../../nbs/51_moco.ipynb #76a2ee30
-def train_moco(train_set: ImageSet, config: MocoConfig, out_dir: str | os.PathLike, policy=None,
-               runtime: Runtime | None = None, progress: bool = True) -> Encoder:
-    "Train MoCo-v2 on `train_set` (resumable in `out_dir`); return the query encoder."
-    if not isinstance(config, MocoConfig): raise TypeError(f"config must be a MocoConfig, got {type(config).__name__}")
-    runtime = init_distributed(runtime)
-    policy = resolve_policy(policy, config)
-    return train_encoder(MoCo(config, policy), "moco", train_set, config, out_dir, runtime, progress)

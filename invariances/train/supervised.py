@@ -5,20 +5,18 @@
 # %% ../../nbs/52_supervised.ipynb #a3495643
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ..core import Runtime
 from ..data.imageset import ImageSet
 from ..models import BackboneConfig, Encoder, encoder_from_state_dict
-from .loop import EncoderConfig, train_encoder, init_distributed, resolve_policy
+from .loop import EncoderConfig
 
 # %% auto #0
-__all__ = ['SupervisedConfig', 'Supervised', 'train_supervised', 'random_model']
+__all__ = ['SupervisedConfig', 'Supervised', 'random_model']
 
 # %% ../../nbs/52_supervised.ipynb #142c51ce
 @dataclass
@@ -31,25 +29,27 @@ class SupervisedConfig(EncoderConfig):
     policy: str = "spatial"  # crop and flip, the supervised ImageNet augmentation
     n_classes: int | None = None  # None: max(target) + 1
 
-    @classmethod
-    def cpu(cls, **kw) -> "SupervisedConfig":
-        return cls(**({"arch": "resnet18", "image_size": 64, "batch_size": 128, "steps": 400, "lr": 0.1,
-                       "checkpoint_every": 50} | kw))
-
 class Supervised(nn.Module):
-    "Cross-entropy with a linear classifier on an `Encoder`, as a method for `fit`."
-    def __init__(self, config: SupervisedConfig, targets: torch.Tensor, policy=None):
+    "Cross-entropy with a linear classifier on an `Encoder`, as a method for `fit` (see `invariances.train.loop.Method`)."
+    def __init__(self, config: SupervisedConfig, targets: torch.Tensor, policy):
         super().__init__()
         self.config = config
         n_classes = config.n_classes or int(targets.max()) + 1
         if targets.min() < 0 or targets.max() >= n_classes:
             raise ValueError(f"targets must lie in [0, {n_classes}), got [{int(targets.min())}, {int(targets.max())}]")
-        self.__dict__["policy"] = resolve_policy(policy, config)
+        self.__dict__["policy"] = policy  # not a submodule: its tensors are not trained nor checkpointed
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(config.seed)
             self.encoder_q = Encoder(config.backbone)
             self.classifier = nn.Linear(self.encoder_q.feature_dim, n_classes)
         self.register_buffer("targets", torch.as_tensor(targets, dtype=torch.long), persistent=False)
+
+    @classmethod
+    def build(cls, config: SupervisedConfig, policy, train_set: ImageSet) -> "Supervised":
+        "The method for `config`, with the labels of `train_set` (`meta['target']`) and the augmentation `policy`."
+        if not isinstance(config, SupervisedConfig): raise TypeError(f"config must be a SupervisedConfig, got {type(config).__name__}")
+        if "target" not in train_set.meta: raise ValueError(f"{train_set.name}: meta has no 'target' column (needed for supervised training)")
+        return cls(config, torch.as_tensor(train_set.meta["target"].to_numpy(), dtype=torch.long), policy)
 
     def forward(self, x, idx, generator=None):
         views, _ = self.policy(x, generator=generator)
@@ -57,18 +57,12 @@ class Supervised(nn.Module):
         y = self.targets[idx]
         return F.cross_entropy(logits, y), {"acc": (logits.detach().argmax(1) == y).float().mean()}
 
+    def after_step(self): pass
+
     def encoder(self) -> Encoder:
         return encoder_from_state_dict({k: v.detach().cpu() for k, v in self.encoder_q.backbone.state_dict().items()},
                                        self.config.backbone)
 
-def train_supervised(train_set: ImageSet, config: SupervisedConfig, out_dir: str | os.PathLike, policy=None,
-                     runtime: Runtime | None = None, progress: bool = True) -> Encoder:
-    "Train the supervised baseline on `train_set` (labels `meta['target']`; resumable in `out_dir`); return its encoder."
-    if not isinstance(config, SupervisedConfig): raise TypeError(f"config must be a SupervisedConfig, got {type(config).__name__}")
-    if "target" not in train_set.meta: raise ValueError(f"{train_set.name}: meta has no 'target' column (needed for supervised training)")
-    runtime = init_distributed(runtime)
-    targets = torch.as_tensor(train_set.meta["target"].to_numpy(), dtype=torch.long)
-    return train_encoder(Supervised(config, targets, policy), "supervised", train_set, config, out_dir, runtime, progress)
 
 # %% ../../nbs/52_supervised.ipynb #5cc1a6db
 def random_model(config, seed: int | None = None) -> Encoder:
