@@ -22,9 +22,10 @@ $(STAMP):
 	rm -f $(VENV)/.installed-*
 	touch $@
 
-# The test command (CI runs exactly this): nbdev's CI checks, the notebooks' own tests, pytest, the smoke batch.
+# The test command (CI runs exactly this): nbdev's CI checks, the import layers (pyproject.toml), the notebooks' own tests, pytest, the smoke batch.
 test: venv
 	$(BIN)/python -m pytest -q tests/test_sync.py
+	$(BIN)/lint-imports --no-cache
 	$(BIN)/nbdev_test --flags slow
 	$(BIN)/python -m pytest -q tests
 	$(BIN)/invariances-repro smoke

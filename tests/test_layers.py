@@ -1,0 +1,45 @@
+"""The import layers of ARCHITECTURE.md are enforced by import-linter (`lint-imports`, configured in pyproject.toml):
+the library passes its contracts, and a copy of it with one forbidden import added fails them, naming the contract."""
+import os, shutil, subprocess, sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+LINT = Path(sys.executable).parent / "lint-imports"
+
+
+def lint(package_parent: Path) -> subprocess.CompletedProcess:
+    "Run the project's contracts on the `invariances` package found in `package_parent`."
+    env = {**os.environ, "PYTHONPATH": str(package_parent)}
+    return subprocess.run([LINT, "--config", ROOT / "pyproject.toml", "--no-cache"], cwd=package_parent, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_library_keeps_its_layers():
+    res = lint(ROOT)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "broken" in res.stdout and " 0 broken" in res.stdout, res.stdout
+
+
+@pytest.mark.parametrize("module, line, contract", [
+    ("data/render.py", "from ..policies import get_policy", "data-no-augmentation"),
+    ("transforms.py", "from .policies import Policy", "transforms-not-policies"),
+    ("metrics/stats.py", "from ..train.loop import fit", "metrics-not-training"),
+    ("repro.py", "def _late():\n    from .report import build_report", "runner-not-report"),
+    ("core.py", "from .zoo import get", "layers"),
+])
+def test_a_forbidden_import_fails(tmp_path, module, line, contract):
+    shutil.copytree(ROOT / "invariances", tmp_path / "invariances", ignore=shutil.ignore_patterns("__pycache__"))
+    with open(tmp_path / "invariances" / module, "a") as f: f.write("\n" + line + "\n")
+    res = lint(tmp_path)
+    assert res.returncode != 0, f"adding `{line}` to {module} passed the contracts:\n{res.stdout}"
+    broken = [l for l in res.stdout.splitlines() if "BROKEN" in l]
+    assert any(contract in l or l for l in broken) and contract_name(contract) in res.stdout, res.stdout
+
+
+def contract_name(contract_id: str) -> str:
+    "The human name of a contract, as lint-imports prints it."
+    import tomllib
+    cfg = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+    return next(c["name"] for c in cfg if c["id"] == contract_id)
