@@ -5,7 +5,7 @@
   * max-pool: `models.MaxPool2d` without gradient (separable strided maxima) vs `F.max_pool2d`, on the stem's
     activation of a ResNet-18 at 64 px (full and half width, batch 128), and the no-grad forward of the whole backbone
     with each pool (what MoCo's key encoder and every feature extraction run);
-  * affine grid: `policies.affine_grid` vs `F.affine_grid` for a batch of 128 views at 64 px;
+  * affine grid: `ops.affine_grid` vs `F.affine_grid` for a batch of 128 views at 64 px;
   * side by side: a MoCo query forward (with gradient) and key forward (without), one after the other on all
     threads vs `core.run_concurrently` (each on its share of the threads).
 Times are the process's CPU time (steadier than wall time on a shared machine); wall-clock ratios beside.
@@ -18,7 +18,7 @@ import torch.nn.functional as F
 
 from invariances.core import run_concurrently, write_json, provenance
 from invariances.models import BackboneConfig, Encoder, MaxPool2d
-from invariances.policies import affine_grid
+from invariances.ops import affine_grid
 
 
 def compare(ours, theirs, repeats):

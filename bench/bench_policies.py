@@ -105,7 +105,7 @@ def main():
     x = to_float_images(images)
     p = policy.sample(n, g, args.size, args.size)
     geo = policy["crop"].matrix(p["crop"]) @ policy["flip"].matrix(p["flip"])
-    from invariances.policies import warp
+    from invariances.ops import warp
     parts = {"crop+flip (one grid_sample)": lambda: warp(x, geo, args.size)}
     for a in ("jitter", "grayscale", "blur"): parts[a] = (lambda a=a: policy[a].apply(x, p[a]))
     parts["sampling parameters"] = lambda: policy.sample(n, g, args.size, args.size)

@@ -13,28 +13,16 @@ import torch
 import torch.nn.functional as F
 
 from .core import run_concurrently
+from .ops import (check_images, warp, resize_center_crop, to_gray_where, color_jitter, gaussian_blur,
+                             random_phase_textures)
 
 # %% auto #0
-__all__ = ['BRIGHTNESS', 'CONTRAST', 'SATURATION', 'HUE', 'Params', 'LOOC_AUGS', 'POLICIES', 'check_images', 'new_generator',
-           'demo_images', 'show_grid', 'Augmentation', 'RandomResizedCrop', 'RandomHorizontalFlip', 'RandomRotation90',
-           'affine_grid', 'warp', 'resize_center_crop', 'rgb_to_gray', 'to_gray_where', 'colour_map', 'blend',
-           'adjust_brightness', 'adjust_contrast', 'adjust_saturation', 'rgb_to_hsv', 'hsv_to_rgb', 'adjust_hue',
-           'color_jitter', 'ColorJitter', 'RandomGrayscale', 'ColorDistortion', 'gaussian_kernels', 'blur_separable',
-           'gaussian_blur', 'GaussianBlur', 'random_phase_textures', 'TextureRandomization', 'Policy', 'get_policy',
-           'looc_views', 'JigsawPolicy', 'get_jigsaw']
+__all__ = ['Params', 'LOOC_AUGS', 'POLICIES', 'new_generator', 'Augmentation', 'RandomResizedCrop', 'RandomHorizontalFlip',
+           'RandomRotation90', 'ColorJitter', 'RandomGrayscale', 'ColorDistortion', 'GaussianBlur',
+           'TextureRandomization', 'Policy', 'get_policy']
 
 # %% ../nbs/21_policies.ipynb #97079da6
 _IMAGENET_SIZE = 224  # the papers' training resolution; size-dependent parameters (blur sigma) scale by size / 224
-
-def check_images(x, name: str = "x") -> torch.Tensor:
-    "Raise a clear error unless `x` is a float tensor `(N,3,H,W)` with values in [0, 1]."
-    if not isinstance(x, torch.Tensor): raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
-    if not x.is_floating_point(): raise TypeError(f"{name} must be a float tensor in [0,1], got dtype {x.dtype} (use core.to_float_images)")
-    if x.ndim != 4 or x.shape[1] != 3: raise ValueError(f"{name} must have shape (N,3,H,W), got {tuple(x.shape)}")
-    if x.numel():
-        lo, hi = torch.aminmax(x)
-        if lo < -1e-6 or hi > 1 + 1e-6: raise ValueError(f"{name} must have values in [0,1], got range [{lo.item():.4g}, {hi.item():.4g}]")
-    return x
 
 def _check_prob(p, name):
     if not isinstance(p, (int, float)) or not 0 <= p <= 1: raise ValueError(f"{name} must be a probability in [0,1], got {p!r}")
@@ -54,49 +42,6 @@ def new_generator(seed: int | None = None) -> torch.Generator:
     "A CPU generator; without a seed it is seeded from torch's global RNG (so `core.seed_everything` governs it)."
     if seed is None: seed = int(torch.randint(0, 2**62, (1,)).item())
     return torch.Generator().manual_seed(int(seed))
-
-# %% ../nbs/21_policies.ipynb #25751569
-def demo_images(n: int = 4, size: int = 64, seed: int = 0, real: bool = True) -> torch.Tensor:
-    "`n` float images `(n,3,size,size)` in [0,1]: Tiny-ImageNet under `$INVARIANCES_DATA` if present, else procedural."
-    import os
-    from pathlib import Path
-    root = os.environ.get("INVARIANCES_DATA")
-    if real and root:
-        files = sorted((Path(root) / "tiny-imagenet-200" / "val").rglob("*.JPEG"))[:: 97][:n]
-        if len(files) == n:
-            from PIL import Image
-            import numpy as np
-            arr = np.stack([np.asarray(Image.open(f).convert("RGB").resize((size, size))) for f in files])
-            return torch.from_numpy(arr).permute(0, 3, 1, 2).float() / 255
-    g = torch.Generator().manual_seed(seed)
-    yy, xx = torch.meshgrid(torch.linspace(0, 1, size), torch.linspace(0, 1, size), indexing="ij")
-    out = []
-    for i in range(n):
-        c0, c1, c2 = torch.rand(3, 3, generator=g)
-        img = c0[:, None, None] * (1 - xx) + c1[:, None, None] * xx * (1 - yy) + 0.5 * c2[:, None, None] * yy
-        cy, cx, r = 0.25 + 0.3 * torch.rand(3, generator=g)
-        disk = ((yy - cy) ** 2 + (xx - cx) ** 2) < (0.5 * r) ** 2
-        img = torch.where(disk, torch.rand(3, 1, 1, generator=g), img)
-        bar = (yy > 0.7) & (yy < 0.8) & (xx > 0.1) & (xx < 0.1 + 0.5 * r + 0.3)   # an L-shape: not symmetric
-        bar |= (xx > 0.1) & (xx < 0.18) & (yy > 0.45) & (yy < 0.8)
-        img = torch.where(bar, torch.rand(3, 1, 1, generator=g), img)
-        stripes = (torch.sin(40 * (xx + 2 * yy)) > 0) & (xx > 0.65) & (yy < 0.35)      # some texture
-        out.append(torch.where(stripes, img * 0.5, img))
-    return torch.stack(out).clamp(0, 1)
-
-def show_grid(rows: Sequence[torch.Tensor], row_names: Sequence[str] | None = None, col_names=None, scale: float = 1.2):
-    "Plot rows of image batches `(k,3,H,W)` as a grid; returns the figure."
-    import matplotlib.pyplot as plt
-    nr, nc = len(rows), max(len(r) for r in rows)
-    fig, axes = plt.subplots(nr, nc, figsize=(scale * nc, scale * nr), squeeze=False)
-    for i, r in enumerate(rows):
-        for j in range(nc):
-            ax = axes[i][j]; ax.axis("off")
-            if j < len(r): ax.imshow(r[j].detach().permute(1, 2, 0).clamp(0, 1).cpu().numpy())
-            if j == 0 and row_names: ax.set_title(row_names[i], fontsize=7, loc="left")
-            elif i == 0 and col_names: ax.set_title(str(col_names[j]), fontsize=7)
-    fig.tight_layout()
-    return fig
 
 # %% ../nbs/21_policies.ipynb #ee7b4417
 class Augmentation:
@@ -174,131 +119,7 @@ class RandomRotation90(Augmentation):
         m[:, 0, 0], m[:, 0, 1], m[:, 1, 0], m[:, 1, 1] = c, -s, s, c
         return m
 
-def affine_grid(theta: torch.Tensor, height: int, width: int) -> torch.Tensor:
-    """`F.affine_grid(theta, (N, C, height, width), align_corners=False)`: the grid `(N, height, width, 2)` of `theta (N,2,3)`
-    applied to the pixel centres. Computed as a row term plus a column term per coordinate: torch's batched matrix
-    product with an inner dimension of 3 took 6x longer on a CPU (15 % of a view)."""
-    u = (torch.arange(width, device=theta.device, dtype=theta.dtype) * 2 + 1) / width - 1
-    v = (torch.arange(height, device=theta.device, dtype=theta.dtype) * 2 + 1) / height - 1
-    grid = theta.new_empty(theta.shape[0], height, width, 2)
-    for i in range(2):
-        torch.add((theta[:, i, 0:1] * u)[:, None, :], (theta[:, i, 1:2] * v + theta[:, i, 2:3])[:, :, None], out=grid[..., i])
-    return grid
-
-def warp(x: torch.Tensor, m: torch.Tensor, size: int | tuple[int, int], padding_mode: str = "border") -> torch.Tensor:
-    "Sample `x` at `m @ [u, 1]` for every output pixel `u` (normalised coords), bilinear, batched: one grid_sample."
-    size = (size, size) if isinstance(size, int) else tuple(size)
-    grid = affine_grid(m[:, :2, :].to(x.dtype), *size)
-    return F.grid_sample(x, grid, mode="bilinear", padding_mode=padding_mode, align_corners=False)
-
-def resize_center_crop(x: torch.Tensor, size: int) -> torch.Tensor:
-    "`Resize(size)` (shorter side, antialiased bilinear) then `CenterCrop(size)`; the identity when x is already size x size."
-    h, w = x.shape[-2:]
-    if (h, w) != (size, size):
-        scale = size / min(h, w)
-        nh, nw = max(size, round(h * scale)), max(size, round(w * scale))
-        if (nh, nw) != (h, w): x = F.interpolate(x, size=(nh, nw), mode="bilinear", antialias=True, align_corners=False)
-        top, left = (nh - size) // 2, (nw - size) // 2
-        x = x[..., top:top + size, left:left + size]
-    return x
-
 # %% ../nbs/21_policies.ipynb #119c2be4
-_GRAY = (0.2989, 0.587, 0.114)
-
-def rgb_to_gray(x: torch.Tensor) -> torch.Tensor:
-    "ITU-R 601 luma as torchvision computes it, `(N,1,H,W)`."
-    r, g, b = x.unbind(1)
-    return (_GRAY[0] * r + _GRAY[1] * g + _GRAY[2] * b).unsqueeze(1)
-
-def to_gray_where(x: torch.Tensor, flag: torch.Tensor) -> torch.Tensor:
-    "Luma in all three channels for images where `flag (N,)` is set, the others untouched (exactly)."
-    gray_rows = torch.tensor(_GRAY, dtype=x.dtype, device=x.device).expand(3, 3)
-    m = torch.where(flag.to(x.device).view(-1, 1, 1), gray_rows, torch.eye(3, dtype=x.dtype, device=x.device))
-    return colour_map(x, m)
-
-def _per(f, x): return f.to(x.dtype).view(-1, *([1] * (x.ndim - 1)))
-
-def colour_map(x: torch.Tensor, m: torch.Tensor, c: torch.Tensor | None = None) -> torch.Tensor:
-    "Per-image affine colour map `M_i x + c_i` (`m (N,3,3)`, `c (N,3)`) at every pixel: one batched matrix product."
-    n, _, h, w = x.shape
-    out = torch.bmm(m, x.reshape(n, 3, h * w))
-    if c is not None: out.add_(c.unsqueeze(2))  # not `baddbmm`: it first copies the broadcast offset to full size
-    return out.view(n, 3, h, w)
-
-BRIGHTNESS, CONTRAST, SATURATION, HUE = range(4)
-
-def blend(x: torch.Tensor, op: torch.Tensor, f: torch.Tensor) -> torch.Tensor:
-    """`clip(f x + (1-f) y)` per image, with y chosen by `op`: 0 (brightness), the mean grey level (contrast) or the grey
-    image (saturation). Images whose `op` is anything else (hue) get the identity map, an exact no-op."""
-    n = x.shape[0]
-    gray = torch.tensor(_GRAY, dtype=x.dtype, device=x.device)
-    f = torch.where(op < HUE, f.to(x.dtype), torch.ones((), dtype=x.dtype, device=x.device))
-    m = f.view(n, 1, 1) * torch.eye(3, dtype=x.dtype, device=x.device)
-    m = m + ((1 - f) * (op == SATURATION)).view(n, 1, 1) * gray  # each row adds (1-f) w, so (M x)_c = f x_c + (1-f) gray(x)
-    c = None
-    if bool((op == CONTRAST).any()):
-        mean_gray = x.mean((2, 3)) @ gray
-        c = ((1 - f) * (op == CONTRAST) * mean_gray)[:, None].expand(n, 3)
-    return colour_map(x, m, c).clamp_(0, 1)
-
-def _const(op, x): return torch.full((x.shape[0],), op, device=x.device)
-def adjust_brightness(x, f): return blend(x, _const(BRIGHTNESS, x), f)
-def adjust_contrast(x, f): return blend(x, _const(CONTRAST, x), f)
-def adjust_saturation(x, f): return blend(x, _const(SATURATION, x), f)
-
-def rgb_to_hsv(x: torch.Tensor) -> torch.Tensor:
-    "torchvision's `_rgb2hsv` (H in turns [0,1), S, V), with the same tie-breaking (red, then green, wins)."
-    maxc, delta, h6 = _hexagonal_hue(x)
-    s = delta / torch.where(maxc > 0, maxc, torch.ones_like(maxc))
-    return torch.stack((h6.remainder_(6.0) / 6, s, maxc), 1)
-
-def _hexagonal_hue(x):
-    "V = max, delta = max - min and 6H (in [-1, 5), before the mod) of RGB images, with torchvision's tie order."
-    r, g, b = x.unbind(1)
-    maxc, minc = x.amax(1), x.amin(1)
-    delta = maxc - minc
-    # 6H delta = g - b if red is the max, 2 delta + b - r if green, 4 delta + r - g if blue (red wins ties, then green).
-    # `sign(max - c)` is 0 exactly where channel c is the max and 1 elsewhere: a branch-free selector for `lerp`.
-    red_not_max, green_not_max = torch.sign(maxc - r), torch.sign(maxc - g)
-    h_green, h_blue = (b - r).add_(delta, alpha=2), (r - g).add_(delta, alpha=4)
-    num = torch.lerp(g - b, torch.lerp(h_green, h_blue, green_not_max), red_not_max)
-    return maxc, delta, num.div_(delta.clamp_min(1e-30))  # delta = 0 (grey): num = 0, so H = 0 as in torchvision
-
-_HUE_CENTRES = (3.0, 5.0, 1.0)  # 6H at which R, G, B is the minimum channel (cyan, magenta, yellow)
-
-def _hue_to_rgb(h6, maxc, delta):
-    "c_n = V - delta clip(|3 - |6H - C_n|| - 1, 0, 1) for 6H in [0, 6): torchvision's six-case `_hsv2rgb` in closed form."
-    centres = torch.tensor(_HUE_CENTRES, device=h6.device, dtype=h6.dtype).view(1, 3, 1, 1)
-    d = (h6.unsqueeze(1) - centres).abs_().sub_(3).abs_().clamp_(1, 2)  # |a - 3| = 3 - circular distance
-    return torch.addcmul((maxc + delta).unsqueeze(1), delta.unsqueeze(1), d, value=-1)
-
-def hsv_to_rgb(hsv: torch.Tensor) -> torch.Tensor:
-    "Inverse of `rgb_to_hsv`, `(N,3,H,W)` with H in turns [0, 1)."
-    h, s, v = hsv.unbind(1)
-    return _hue_to_rgb(6 * h, v, v * s)
-
-def adjust_hue(x, f):
-    "Rotate hue by `f` turns per sample; V = max and V S = max - min are untouched, so no full HSV round trip."
-    maxc, delta, h6 = _hexagonal_hue(x)
-    return _hue_to_rgb(h6.add_(6 * f.to(x.dtype).view(-1, 1, 1)).remainder_(6.0), maxc, delta)
-
-_JITTER_OPS = (adjust_brightness, adjust_contrast, adjust_saturation, adjust_hue)
-
-def color_jitter(x: torch.Tensor, factors: torch.Tensor, order: torch.Tensor) -> torch.Tensor:
-    """Per-sample `factors (N,4)` = (brightness, contrast, saturation, hue) applied in per-sample `order (N,4)`.
-    At each step one `blend` serves every image due for brightness, contrast or saturation (a per-image 3x3 colour
-    matrix; images due for hue get the identity), then the images due for hue are rotated as one sub-batch."""
-    out = x
-    for step in range(4):
-        op = order[:, step]
-        f = factors.gather(1, op[:, None])[:, 0]
-        if bool((op < HUE).any()): out = blend(out, op, f)
-        hue = ((op == HUE) & (f != 0)).nonzero().squeeze(1)
-        if len(hue):
-            if out is x: out = x.clone()
-            out[hue] = adjust_hue(out[hue], f[hue])
-    return out
-
 class ColorJitter(Augmentation):
     "torchvision `RandomApply([ColorJitter(b, c, s, h)], p)` with per-sample factors and operation order."
     name = "jitter"
@@ -339,34 +160,6 @@ class ColorDistortion(Augmentation):
     def apply(self, x, p): return self.grayscale.apply(self.jitter.apply(x, p), p)
 
 # %% ../nbs/21_policies.ipynb #2ccc258a
-def gaussian_kernels(sigma: torch.Tensor, radius: int) -> torch.Tensor:
-    "Normalised 1-D Gaussians `(N, 2*radius+1)`; sigma <= 0 gives a delta."
-    t = torch.arange(-radius, radius + 1, device=sigma.device, dtype=torch.float32)
-    s = sigma.float().clamp_min(1e-6)[:, None]
-    k = torch.exp(-0.5 * (t / s) ** 2)
-    k = torch.where((sigma > 0)[:, None], k, (t == 0).float().expand_as(k))
-    return k / k.sum(1, keepdim=True)
-
-def blur_separable(x: torch.Tensor, kernels: torch.Tensor, padding_mode: str = "reflect") -> torch.Tensor:
-    """Convolve each image of `x (N,C,H,W)` with its own separable kernel `kernels (N,K)`: K shifted multiply-adds
-    per direction with per-image weights (faster on a CPU than a grouped convolution with N*C groups; no loop over images)."""
-    n, c, h, w = x.shape
-    K = kernels.shape[1]; r = (K - 1) // 2
-    if r == 0: return x
-    if r >= min(h, w): padding_mode = "replicate"  # reflect needs pad < size
-    xp = F.pad(x, (r, r, r, r), mode=padding_mode)
-    k = kernels.to(x.dtype)
-    rows = xp[:, :, 0:h, :] * k[:, 0].view(-1, 1, 1, 1)
-    for t in range(1, K): rows.addcmul_(xp[:, :, t:t + h, :], k[:, t].view(-1, 1, 1, 1))
-    out = rows[..., 0:w] * k[:, 0].view(-1, 1, 1, 1)
-    for t in range(1, K): out.addcmul_(rows[..., t:t + w], k[:, t].view(-1, 1, 1, 1))
-    return out
-
-def gaussian_blur(x: torch.Tensor, sigma: torch.Tensor, radius: int | None = None) -> torch.Tensor:
-    "Blur each image of `x` with its own Gaussian, `sigma (N,)` in pixels, truncated at `radius` (default: 3 of the widest sigma)."
-    if radius is None: radius = max(1, math.ceil(3 * float(sigma.max()))) if len(sigma) else 1
-    return blur_separable(x, gaussian_kernels(sigma, radius))
-
 class GaussianBlur(Augmentation):
     "With probability `p` blur with sigma ~ U(`sigma`) given in pixels at 224 px, scaled to the image size."
     name = "blur"
@@ -388,18 +181,7 @@ class GaussianBlur(Augmentation):
         return out
 
 # %% ../nbs/21_policies.ipynb #fc29927f
-def random_phase_textures(n: int, size: int, beta: torch.Tensor, g: torch.Generator) -> torch.Tensor:
-    "`n` colour textures `(n,3,size,size)` in [0,1]: random-phase noise with amplitude spectrum |f|^-beta."
-    fy = torch.fft.fftfreq(size)[:, None]; fx = torch.fft.rfftfreq(size)[None, :]
-    radius = torch.sqrt(fx ** 2 + fy ** 2).clamp_min(1.0 / size)
-    amp = radius[None, None] ** (-beta.view(-1, 1, 1, 1))
-    phase = 2 * math.pi * torch.rand(n, 3, *radius.shape, generator=g)
-    t = torch.fft.irfft2(amp * torch.exp(1j * phase), s=(size, size))
-    lo, hi = t.amin((2, 3), keepdim=True), t.amax((2, 3), keepdim=True)
-    t = (t - lo) / (hi - lo + 1e-8)
-    contrast = 0.5 + 0.5 * torch.rand(n, 3, 1, 1, generator=g)  # random colour: per-channel contrast and offset
-    offset = (1 - contrast) * torch.rand(n, 3, 1, 1, generator=g)
-    return t * contrast + offset
+def _per(f, x): return f.to(x.dtype).view(-1, *([1] * (x.ndim - 1)))
 
 class TextureRandomization(Augmentation):
     "With probability `p` blend the image with a random-phase power-law texture (stand-in for LooC's style transfer)."
@@ -532,85 +314,3 @@ def get_policy(name: str, size: int = 64) -> Policy:
 
 POLICIES = ("default", "spatial", "appearance", "pirl", "looc_color", "looc_rotation", "looc_texture",
             "looc_color_rotation", "looc_color_rotation_texture")
-
-# %% ../nbs/21_policies.ipynb #93a4a146
-def looc_views(x: torch.Tensor, policy: Policy | str, augs: Sequence[str] | int | None = None,
-               generator: torch.Generator | None = None, mode: str = "leave_one_out", share: Sequence[str] = ("rotation",),
-               size: int = 64):
-    """LooC views of `x`: `(query, [key_0, key_1, ..., key_n], {"query": params, "keys": [params, ...]})`.
-    `augs`: the leave-one-out augmentation names (default `policy.looc_augs`), or an int n for the first n of them."""
-    if isinstance(policy, str): policy = get_policy(policy, size)
-    if mode not in ("leave_one_out", "add_one", "same"): raise ValueError(f"unknown LooC mode {mode!r}; choose leave_one_out, add_one or same")
-    g = generator if generator is not None else new_generator()
-    check_images(x)
-    n = x.shape[0]
-    if mode == "same":
-        for a in share: policy[a]  # raises KeyError naming the augmentation
-        q, pq = policy(x, g)
-        k, pk = policy(x, g, params={a: pq[a] for a in share})
-        return q, [k], {"query": pq, "keys": [pk]}
-    loo = list(getattr(policy, "looc_augs", ())) if augs is None else augs
-    if isinstance(loo, int):
-        if not 0 <= loo <= len(policy.looc_augs): raise ValueError(f"n_aug={loo} but policy {policy.name!r} has looc_augs {policy.looc_augs}")
-        loo = list(policy.looc_augs[:loo])
-    for a in loo: policy[a]
-    if mode == "leave_one_out":
-        q, pq = policy(x, g)
-        keys, pks = zip(*[policy(x, g)] + [policy(x, g, params={a: pq[a]}) for a in loo])
-    else:  # add_one
-        off = {a: policy[a].identity(n) for a in loo}
-        q, pq = policy(x, g, params=off)
-        keys, pks = zip(*[policy(x, g, params=off)] + [policy(x, g, params={b: p for b, p in off.items() if b != a}) for a in loo])
-    return q, list(keys), {"query": pq, "keys": list(pks)}
-
-# %% ../nbs/21_policies.ipynb #9b6aa54d
-class JigsawPolicy:
-    "PIRL's jigsaw view: `policy(x, generator, params) -> (patches (N,9,3,P,P), params)`."
-    def __init__(self, size: int = 64, scale=(0.6, 1.0), grid: int = 3, patch_frac: float = 64 / 85):
-        self.size, self.grid = int(size), int(grid)
-        self.crop_size = round(size * 255 / _IMAGENET_SIZE)
-        self.patch = max(2, round(self.crop_size / grid * patch_frac))
-        self.crop = RandomResizedCrop(scale)
-        self.patch_policy = Policy("pirl_patch", self.patch, [RandomHorizontalFlip(), ColorJitter(0.4, 0.4, 0.4, 0.1, p=0.8), RandomGrayscale(0.2)])
-        self.name, self.looc_augs = "pirl_jigsaw", ()
-    @property
-    def names(self): return ["crop", "tiles", "permutation"] + self.patch_policy.names
-    def sample(self, n, generator=None, height=None, width=None):
-        g = generator if generator is not None else new_generator()
-        k = self.grid ** 2
-        p = {"crop": self.crop.sample(n, g, height or self.size, width or self.size),
-             "tiles": {"offset": torch.rand(n, k, 2, generator=g)},  # in-cell position of each patch, fraction of the slack
-             "permutation": {"perm": torch.argsort(torch.rand(n, k, generator=g), 1)}}
-        p["patches"] = self.patch_policy.sample(n * k, g, self.patch, self.patch)
-        return p
-    def apply(self, x, p):
-        n, k, G = x.shape[0], self.grid ** 2, self.grid
-        dev = x.device
-        box = p["crop"]["box"].to(dev)
-        cell = 1.0 / G; pw = self.patch / self.crop_size  # patch side as a fraction of the crop
-        perm = p["permutation"]["perm"].to(dev)
-        row, col = (perm // G).float(), (perm % G).float()
-        off = p["tiles"]["offset"].to(dev) * (cell - pw)
-        top_c, left_c = row * cell + off[..., 0], col * cell + off[..., 1]  # patch box inside the crop, (N,9)
-        top, left, h, w = [b[:, None] for b in box.unbind(1)]
-        pbox = torch.stack([top + top_c * h, left + left_c * w, pw * h.expand_as(top_c), pw * w.expand_as(top_c)], -1)
-        m = RandomResizedCrop.matrix(None, {"box": pbox.reshape(-1, 4)})
-        P = self.patch
-        # one grid per image holding its 9 patch grids stacked vertically: no copy of the image per patch
-        grid = affine_grid(m[:, :2].to(x.dtype), P, P).view(n, k * P, P, 2)
-        patches = F.grid_sample(x, grid, mode="bilinear", padding_mode="border", align_corners=False)
-        patches = patches.view(n, 3, k, P, P).transpose(1, 2).reshape(n * k, 3, P, P)
-        patches = self.patch_policy.apply(patches, p["patches"])
-        return patches.view(n, k, 3, self.patch, self.patch)
-    def __call__(self, x, generator=None, params=None):
-        check_images(x)
-        p = self.sample(x.shape[0], generator, x.shape[-2], x.shape[-1])
-        if params:
-            for key in params:
-                if key not in p: raise KeyError(f"params given for {key!r}, but the jigsaw has {list(p)}")
-            p.update(params)
-        return self.apply(x, p), p
-
-def get_jigsaw(size: int = 64) -> JigsawPolicy:
-    "PIRL's jigsaw view generator for image size `size`."
-    return JigsawPolicy(size)

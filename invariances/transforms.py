@@ -13,9 +13,8 @@ import torch
 import torch.nn.functional as F
 import torchvision.transforms.v2.functional as TVF
 
-from .policies import (check_images, warp, affine_grid, rgb_to_gray, to_gray_where, adjust_brightness, adjust_contrast,
-                                  adjust_saturation, adjust_hue, rgb_to_hsv, hsv_to_rgb, gaussian_kernels, gaussian_blur,
-                                  demo_images, show_grid)
+from .ops import (check_images, warp, affine_grid, rgb_to_gray, to_gray_where, adjust_brightness, adjust_contrast,
+                             adjust_saturation, adjust_hue, rgb_to_hsv, hsv_to_rgb, gaussian_kernels, gaussian_blur)
 
 # %% auto #0
 __all__ = ['TRANSFORMS', 'CORRUPTIONS', 'EvalTransform', 'affine_matrix', 'get_transform', 'corrupt']

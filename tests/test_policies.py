@@ -2,7 +2,9 @@
 import pytest
 import torch
 
-from invariances.policies import POLICIES, get_policy, looc_views, new_generator, get_jigsaw
+from invariances.policies import POLICIES, get_policy, new_generator
+from invariances.train.looc import looc_views
+from invariances.train.pirl import get_jigsaw
 from invariances.transforms import TRANSFORMS, CORRUPTIONS, get_transform, corrupt
 
 DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])

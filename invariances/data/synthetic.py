@@ -15,7 +15,7 @@ import torch
 
 from ..core import atomic_path, cache_dir, config_key, file_digest, write_json, write_text
 from .imageset import ImageSet
-from ..policies import blur_separable, gaussian_kernels
+from ..ops import blur_separable, gaussian_kernels
 from .render import (CATEGORIES, LATENT_NAMES, MAX_PARTS, OCCLUDER, RENDERER_VERSION, TEXTURES, Scene,
                                       camera_frame, category_id, latents, render, sample_scene)
 
