@@ -19,7 +19,7 @@ def lint(package_parent: Path) -> subprocess.CompletedProcess:
 def test_library_keeps_its_layers():
     res = lint(ROOT)
     assert res.returncode == 0, res.stdout + res.stderr
-    assert "broken" in res.stdout and " 0 broken" in res.stdout, res.stdout
+    assert " 0 broken" in res.stdout, res.stdout
 
 
 @pytest.mark.parametrize("module, line, contract", [
@@ -34,8 +34,8 @@ def test_a_forbidden_import_fails(tmp_path, module, line, contract):
     with open(tmp_path / "invariances" / module, "a") as f: f.write("\n" + line + "\n")
     res = lint(tmp_path)
     assert res.returncode != 0, f"adding `{line}` to {module} passed the contracts:\n{res.stdout}"
-    broken = [l for l in res.stdout.splitlines() if "BROKEN" in l]
-    assert any(contract in l or l for l in broken) and contract_name(contract) in res.stdout, res.stdout
+    words = " ".join(res.stdout.split())        # lint-imports wraps long lines
+    assert f"{contract_name(contract)} BROKEN" in words, res.stdout
 
 
 def contract_name(contract_id: str) -> str:
