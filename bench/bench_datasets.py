@@ -18,16 +18,17 @@ def main():
     root = os.environ.get("INVARIANCES_DATA")
     if root is None: print("bench_datasets: skipped, no data root (set INVARIANCES_DATA to a folder holding tiny-imagenet-200)"); return
     tmp = tempfile.mkdtemp(prefix="bench_datasets_"); os.environ["INVARIANCES_CACHE"] = tmp
-    from invariances.data import datasets as D
+    from invariances.data import loading as L   # where the loaders' `_imageset` looks up decode_images
+    from invariances.data.classification import load_tiny_imagenet
     if args.workers:   # thread count of decode_images, for this benchmark only
-        _orig = D.decode_images
-        D.decode_images = lambda *a, **k: _orig(*a, **{**k, "workers": args.workers})
+        _orig = L.decode_images
+        L.decode_images = lambda *a, **k: _orig(*a, **{**k, "workers": args.workers})
     try:
         rows = []
         for label in ("first pass (decode+resize+write)", "cached (mmap + read all pixels)"):
             t = time.perf_counter(); n = 0; checksum = 0
             for split in ("train", "val"):
-                s = D.load_tiny_imagenet(root, split, size=args.size)
+                s = load_tiny_imagenet(root, split, size=args.size)
                 checksum += int(np.asarray(s.images, dtype=np.uint8).sum(dtype=np.uint64)); n += len(s)
             dt = time.perf_counter() - t
             rows.append((label, n, dt, n / dt, checksum))

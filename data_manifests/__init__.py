@@ -1,1 +1,1 @@
-# Dataset manifests (YAML). Installed as the package `invariances.data_manifests`; read by invariances.data.datasets.
+# Dataset manifests (YAML). Installed as the package `invariances.data_manifests`; read by invariances.data.manifests.

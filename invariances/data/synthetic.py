@@ -13,7 +13,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..core import atomic_path, cache_dir, config_key, file_digest, write_json, write_text
+from ..core import cache_dir, config_key
+from .cache import cached_set
 from .imageset import ImageSet
 from ..ops import blur_separable, gaussian_kernels
 from .render import (CATEGORIES, LATENT_NAMES, MAX_PARTS, OCCLUDER, RENDERER_VERSION, TEXTURES, Scene,
@@ -34,46 +35,15 @@ def split_seed(name: str, seed: int, split: str) -> int:
     if not isinstance(seed, (int, np.integer)) or seed < 0: raise ValueError(f"seed must be a non-negative int, got {seed!r}")
     return int(hashlib.sha256(f"{name}/{split}/{int(seed)}".encode()).hexdigest()[:8], 16)
 
-def _save_npy(path: Path, array: np.ndarray):
-    with atomic_path(path) as tmp:
-        with open(tmp, "wb") as f: np.save(f, np.ascontiguousarray(array))
-
 def _cache_folder(name: str, params: Mapping) -> Path:
     return cache_dir("synthetic", name, config_key({"name": name, "renderer_version": RENDERER_VERSION, **params}))
 
-def _load_cached(folder: Path, name: str, verify: bool = True) -> ImageSet | None:
-    "The cached set in `folder`, or None when absent; raises ValueError (caught by the caller) when it is damaged."
-    manifest = folder / "manifest.json"
-    if not manifest.exists(): return None
-    m = json.loads(manifest.read_text())
-    for f in ("images.npy", "meta.csv"):
-        p = folder / f
-        if not p.exists(): raise ValueError(f"{p} is missing")
-        if p.stat().st_size != m["files"][f]["bytes"]: raise ValueError(f"{p} has {p.stat().st_size} bytes, manifest says {m['files'][f]['bytes']}")
-        if verify and file_digest(p) != m["files"][f]["sha256"]: raise ValueError(f"{p} does not match its sha256 in the manifest")
-    images = np.load(folder / "images.npy", mmap_mode="r")
-    meta = pd.read_csv(folder / "meta.csv", keep_default_na=False, na_values=[""])
-    if images.shape != tuple(m["shape"]) or len(meta) != m["shape"][0]: raise ValueError(f"{folder}: shapes disagree with the manifest")
-    return ImageSet(images, meta, name)
-
 def cached_imageset(name: str, params: Mapping, build: Callable[[], ImageSet], verify: bool = True, rebuild: bool = False) -> ImageSet:
-    """Load the dataset `name` with `params` from the cache, or `build()` it and store it. `verify` checks sha256 digests
-    (a 20k x 64 x 64 set is ~250 MB: about a second); sizes are always checked. Returns a memory-mapped `ImageSet`."""
-    folder = _cache_folder(name, params)
-    if not rebuild:
-        try:
-            cached = _load_cached(folder, name, verify)
-            if cached is not None: return cached
-        except (ValueError, OSError, KeyError, json.JSONDecodeError, pd.errors.ParserError) as e:
-            warnings.warn(f"synthetic cache {folder} is damaged ({e}); rebuilding it")
-    (folder / "manifest.json").unlink(missing_ok=True)   # a half-written set must never look complete
-    data = build()
-    _save_npy(folder / "images.npy", data.images)
-    write_text(folder / "meta.csv", data.meta.to_csv(index=False))
-    files = {f: {"bytes": (folder / f).stat().st_size, "sha256": file_digest(folder / f)} for f in ("images.npy", "meta.csv")}
-    write_json(folder / "manifest.json", {"name": name, "params": dict(params), "renderer_version": RENDERER_VERSION,
-                                          "shape": list(data.images.shape), "files": files})
-    return _load_cached(folder, name, verify=False)
+    """Load the dataset `name` with `params` from the cache, or `build()` it and store it (`invariances.data.cache.cached_set`
+    in `_cache_folder(name, params)`). `verify` checks sha256 digests (a 20k x 64 x 64 set is ~250 MB: about a second);
+    sizes are always checked. Returns a memory-mapped `ImageSet`."""
+    return cached_set(_cache_folder(name, params), name, build, {"name": name, "params": dict(params), "renderer_version": RENDERER_VERSION},
+                      verify, rebuild, what="synthetic")
 
 # %% ../../nbs/12_synthetic.ipynb #dfd7a28d
 def render_batches(scene: Scene, size: int = 64, batch: int = 512, device: str | torch.device = "cpu", keep=("boxes",)):
