@@ -28,6 +28,7 @@ def test_library_keeps_its_layers():
     ("metrics/stats.py", "from ..train.loop import fit", "metrics-not-training"),
     ("repro.py", "def _late():\n    from .report import build_report", "runner-not-report"),
     ("core.py", "from .zoo import get", "layers"),
+    ("data/cache.py", "from .classification import load_cifar10", "data-layers"),
 ])
 def test_a_forbidden_import_fails(tmp_path, module, line, contract):
     shutil.copytree(ROOT / "invariances", tmp_path / "invariances", ignore=shutil.ignore_patterns("__pycache__"))
