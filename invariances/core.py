@@ -15,10 +15,10 @@ import numpy as np
 import torch
 
 # %% auto #0
-__all__ = ['IMAGENET_MEAN', 'IMAGENET_STD', 'seed_everything', 'seed_worker', 'Runtime', 'run_concurrently', 'to_float_images',
-           'to_uint8_images', 'data_root', 'cache_dir', 'config_key', 'atomic_path', 'write_bytes', 'write_text',
-           'write_json', 'save_torch', 'file_digest', 'tree_digest', 'git_info', 'package_versions', 'peak_memory_mb',
-           'provenance']
+__all__ = ['IMAGENET_MEAN', 'IMAGENET_STD', 'IMAGENET_SIZE', 'seed_everything', 'seed_worker', 'Runtime', 'run_concurrently',
+           'to_float_images', 'to_uint8_images', 'data_root', 'cache_dir', 'config_key', 'atomic_path', 'write_bytes',
+           'write_text', 'write_json', 'save_torch', 'file_digest', 'tree_digest', 'git_info', 'package_versions',
+           'peak_memory_mb', 'provenance']
 
 # %% ../nbs/00_core.ipynb #25237e79
 def seed_everything(seed: int) -> torch.Generator:
@@ -107,6 +107,7 @@ def run_concurrently(*fns: Callable[[], Any], device: str | torch.device = "cpu"
 # %% ../nbs/00_core.ipynb #8fb3b604
 IMAGENET_MEAN = (0.485, 0.456, 0.406)  # the normalisation every ImageNet-trained backbone expects
 IMAGENET_STD = (0.229, 0.224, 0.225)
+IMAGENET_SIZE = 224  # the papers' training resolution: size-dependent augmentation parameters scale by size / 224
 
 def to_float_images(images, device: str | torch.device = "cpu") -> torch.Tensor:
     "uint8 `(N,H,W,3)` array/tensor -> float32 `(N,3,H,W)` in [0,1] on `device` (conversion happens on the device)."

@@ -12,7 +12,7 @@ from typing import Mapping, Sequence
 import torch
 import torch.nn.functional as F
 
-from .core import run_concurrently
+from .core import IMAGENET_SIZE, run_concurrently
 from .ops import (check_images, warp, resize_center_crop, to_gray_where, color_jitter, gaussian_blur,
                              random_phase_textures)
 
@@ -22,8 +22,6 @@ __all__ = ['Params', 'LOOC_AUGS', 'POLICIES', 'new_generator', 'Augmentation', '
            'TextureRandomization', 'Policy', 'get_policy']
 
 # %% ../nbs/21_policies.ipynb #97079da6
-_IMAGENET_SIZE = 224  # the papers' training resolution; size-dependent parameters (blur sigma) scale by size / 224
-
 def _check_prob(p, name):
     if not isinstance(p, (int, float)) or not 0 <= p <= 1: raise ValueError(f"{name} must be a probability in [0,1], got {p!r}")
     return float(p)
@@ -163,10 +161,10 @@ class ColorDistortion(Augmentation):
 class GaussianBlur(Augmentation):
     "With probability `p` blur with sigma ~ U(`sigma`) given in pixels at 224 px, scaled to the image size."
     name = "blur"
-    def __init__(self, sigma=(0.1, 2.0), p=0.5, size: int = _IMAGENET_SIZE):
+    def __init__(self, sigma=(0.1, 2.0), p=0.5, size: int = IMAGENET_SIZE):
         self.sigma = _check_range(sigma, "blur sigma", 0.0, None)
         self.p, self.size = _check_prob(p, "blur p"), int(size)
-        self._scale = self.size / _IMAGENET_SIZE
+        self._scale = self.size / IMAGENET_SIZE
         self._radius = max(1, math.ceil(3 * self.sigma[1] * self._scale))
     def sample(self, n, g, height, width):
         s = _uniform(n, self.sigma[0] * self._scale, self.sigma[1] * self._scale, g)

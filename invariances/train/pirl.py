@@ -9,7 +9,8 @@ import torch
 import torch.nn.functional as F
 
 from ..ops import affine_grid, check_images
-from ..policies import (_IMAGENET_SIZE, ColorJitter, Policy, RandomGrayscale, RandomHorizontalFlip,
+from ..core import IMAGENET_SIZE
+from ..policies import (ColorJitter, Policy, RandomGrayscale, RandomHorizontalFlip,
                                   RandomResizedCrop, new_generator)
 
 # %% auto #0
@@ -20,7 +21,7 @@ class JigsawPolicy:
     "PIRL's jigsaw view: `policy(x, generator, params) -> (patches (N,9,3,P,P), params)`."
     def __init__(self, size: int = 64, scale=(0.6, 1.0), grid: int = 3, patch_frac: float = 64 / 85):
         self.size, self.grid = int(size), int(grid)
-        self.crop_size = round(size * 255 / _IMAGENET_SIZE)
+        self.crop_size = round(size * 255 / IMAGENET_SIZE)
         self.patch = max(2, round(self.crop_size / grid * patch_frac))
         self.crop = RandomResizedCrop(scale)
         self.patch_policy = Policy("pirl_patch", self.patch, [RandomHorizontalFlip(), ColorJitter(0.4, 0.4, 0.4, 0.1, p=0.8), RandomGrayscale(0.2)])
