@@ -12,14 +12,15 @@ import torch
 __all__ = ['as_features', 'as_paired']
 
 # %% ../../nbs/40_inputs.ipynb #893a931c
-def as_features(x, name: str = "features", dim: int | None = None, min_samples: int = 0) -> np.ndarray:
-    "`x` as a finite numeric `(N, D)` numpy array (with `D == dim` and `N >= min_samples` when given), or a clear error."
+def as_features(x, name: str = "features", dim: int | None = None, min_samples: int = 0,
+                against: str = "the reference statistics") -> np.ndarray:
+    "`x` as a finite numeric `(N, D)` numpy array (with `D == dim` of `against`, and `N >= min_samples`), or a clear error."
     if isinstance(x, torch.Tensor): x = x.detach().cpu().numpy()
     x = np.asarray(x)
     if x.ndim != 2: raise ValueError(f"{name} must be a 2-D array (N samples, D dimensions), got shape {x.shape}")
     if not np.issubdtype(x.dtype, np.number): raise TypeError(f"{name} must be numeric, got dtype {x.dtype}")
     if dim is not None and x.shape[1] != dim:
-        raise ValueError(f"{name} has {x.shape[1]} feature dimensions, the reference statistics have {dim}")
+        raise ValueError(f"{name} has {x.shape[1]} feature dimensions, {against} have {dim}")
     if x.shape[0] < min_samples or x.shape[1] < 1:
         raise ValueError(f"{name} needs at least {max(min_samples, 1)} samples and 1 dimension, got shape {x.shape}")
     bad = ~np.isfinite(x)
