@@ -31,11 +31,19 @@ def paper_layout(distance: pd.DataFrame, similarity: pd.DataFrame, marks: pd.Dat
     return pd.concat([d, s]).reset_index()
 
 # %% ../../nbs/71_tables.ipynb #f710d812
-def training_table(records: Mapping[str, dict], profile, seed: int = 0, labels: Mapping[str, str] = MODEL_LABELS) -> pd.DataFrame:
-    "One row per zoo model of `records` (name -> `zoo.training_record`, `{}` if none): how it trained at `profile`."
+def training_table(records: Mapping[str, dict], profile, seed: int = 0, labels: Mapping[str, str] = MODEL_LABELS,
+                   health: Mapping[str, dict] | None = None) -> pd.DataFrame:
+    """One row per zoo model of `records` (name -> `zoo.training_record`, `{}` if none): how it trained at `profile`;
+    with `health` (name -> `evaluation.health.model_health`), its k-NN accuracy on held-out data and chance."""
     def chance(name): return getattr(zoo.model_config(name, profile, seed), "chance_loss", np.nan)
-    return pd.DataFrame([{"model": labels.get(name, name), "steps": r.get("steps", 0), "minutes": r.get("train_seconds", 0) / 60,
-                          "loss, first 50 steps": r.get("first_loss", np.nan), "loss, last 50 steps": r.get("last_loss", np.nan),
-                          "chance loss ln(1+K)": chance(name), "accuracy, last 50 steps": r.get("last_acc", np.nan),
-                          "best 50-step accuracy": r.get("peak_acc", np.nan)}
-                         for name, r in records.items()]).set_index("model")
+    health = health or {}
+    rows = []
+    for name, r in records.items():
+        row = {"model": labels.get(name, name), "steps": r.get("steps", 0), "minutes": r.get("train_seconds", 0) / 60,
+               "loss, first 50 steps": r.get("first_loss", np.nan), "loss, last 50 steps": r.get("last_loss", np.nan),
+               "chance loss ln(1+K)": chance(name), "accuracy, last 50 steps": r.get("last_acc", np.nan),
+               "best 50-step accuracy": r.get("peak_acc", np.nan)}
+        if health: row |= {"k-NN accuracy (held out)": health.get(name, {}).get("knn_accuracy", np.nan),
+                           "k-NN chance": health.get(name, {}).get("chance", np.nan)}
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("model")
