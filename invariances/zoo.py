@@ -16,7 +16,7 @@ from .data.imageset import ImageSet
 from .models import Encoder, load_backbone
 from .policies import get_policy
 from .train.loop import PROFILES, Profile, get_profile
-from .train.methods import get_method, train
+from .train.methods import get_method, method_config, train
 
 # %% auto #0
 __all__ = ['DATA', 'REAL_FOLDERS', 'MODELS', 'ZOO_VERSION', 'dataset', 'data_identity', 'model_config', 'model_key', 'model_dir',
@@ -79,7 +79,7 @@ def model_config(name: str, profile: str | Profile = "cpu", seed: int = 0):
     if name not in MODELS: raise ValueError(f"unknown model {name!r}; the zoo has {list(MODELS)}")
     p, m = get_profile(profile), MODELS[name]
     named = {k: v for k, v in m.items() if k not in ("method", "width_multiplier")}   # e.g. the policy
-    return get_method(m["method"]).config.from_profile(p, width=p.width * m.get("width_multiplier", 1), seed=seed, **named)
+    return method_config(m["method"], p, width=p.width * m.get("width_multiplier", 1), seed=seed, **named)
 
 def model_key(name: str, profile: str | Profile = "cpu", seed: int = 0, root=None) -> str:
     p = get_profile(profile)
