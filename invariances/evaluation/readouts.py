@@ -5,16 +5,25 @@
 # %% ../../nbs/73_readouts.ipynb #fc42be4d
 from __future__ import annotations
 
+import json, warnings
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping, Sequence
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
+from ..core import cache_dir, config_key, file_digest, write_json
+from ..data.cache import CacheError
+from ..data.imageset import ImageSet
+from ..features import Features, extract_features
 from ..metrics.inputs import as_features
 
 # %% auto #0
-__all__ = ['KNNResult', 'knn_accuracy']
+__all__ = ['GOYAL_COSTS', 'AP_KINDS', 'KRR_ALPHAS', 'KRR_GAMMAS', 'FEATURE_CACHE_VERSION', 'KNNResult', 'knn_accuracy',
+           'FewShotResult', 'few_shot_accuracy', 'SVMResult', 'svm_map', 'average_precision', 'KernelRidgeResult',
+           'kernel_ridge_readout', 'cached_features']
 
 # %% ../../nbs/73_readouts.ipynb #aa12eb04
 @dataclass
@@ -52,3 +61,257 @@ def knn_accuracy(train_features, train_labels, test_features, test_labels, k: in
         preds.append(votes.argmax(1).cpu())
     pred = classes[torch.cat(preds).numpy()] if preds else np.zeros(0, dtype=ytr.dtype)
     return KNNResult(float((pred == yte).mean()) if len(yte) else float("nan"), pred, k, temperature, len(classes))
+
+# %% ../../nbs/73_readouts.ipynb #471773c0
+@dataclass
+class FewShotResult:
+    "Nearest-centroid accuracy over seeded n-way k-shot episodes."
+    accuracy: float                 # mean of the episode accuracies
+    ci95: float                     # 1.96 * std(episode accuracies) / sqrt(episodes)
+    episode_accuracies: np.ndarray  # (E,)
+    n_way: int
+    k_shot: int
+    n_query: int | None             # None: all the other images of the chosen classes
+    episodes: int
+
+    @property
+    def chance(self) -> float: return 1.0 / self.n_way
+
+def few_shot_accuracy(features, labels, n_way: int | None = 5, k_shot: int = 5, n_query: int | None = 15, episodes: int = 600,
+                      seed: int = 0, device=None, chunk: int = 64) -> FewShotResult:
+    "Mean accuracy (and 95% interval) of nearest-centroid classification on L2-normalised features over n-way k-shot episodes."
+    x = as_features(features, "features", min_samples=2)
+    y = np.asarray(labels)
+    if y.shape != (len(x),): raise ValueError(f"labels have shape {y.shape}, expected ({len(x)},) (one per feature row)")
+    checks = {"k_shot": (k_shot, 1), "episodes": (episodes, 1), "chunk": (chunk, 1), "n_way": (n_way, 2), "n_query": (n_query, 1)}
+    for name, (v, lo) in checks.items():
+        if v is not None and (isinstance(v, bool) or int(v) != v or v < lo): raise ValueError(f"{name} must be an integer >= {lo}, got {v!r}")
+    classes, codes = np.unique(y, return_inverse=True)
+    need = k_shot + (n_query if n_query is not None else 1)
+    eligible = np.flatnonzero(np.bincount(codes) >= need)
+    n_way = len(eligible) if n_way is None else int(n_way)
+    if len(eligible) < max(n_way, 2):
+        raise ValueError(f"{n_way}-way episodes need {n_way} classes with at least {need} images (k_shot + n_query), "
+                         f"but only {len(eligible)} of the {len(classes)} classes have that many")
+    sup, qry, valid = _episodes(codes, eligible, n_way, int(k_shot), n_query, int(episodes), np.random.default_rng(seed))
+    device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    f = F.normalize(torch.as_tensor(x, dtype=torch.float32, device=device), dim=1)
+    acc = torch.cat([_episode_accuracy(f, *(torch.as_tensor(a[i:i + chunk], device=device) for a in (sup, qry, valid)))
+                     for i in range(0, len(sup), chunk)]).double().cpu().numpy()
+    return FewShotResult(float(acc.mean()), float(1.96 * acc.std() / np.sqrt(len(acc))), acc, n_way, int(k_shot), n_query, int(episodes))
+
+def _episodes(codes, eligible, n_way: int, k_shot: int, n_query: int | None, episodes: int, rng):
+    """Seeded episodes as index arrays: support (E, n_way, k_shot), queries (E, n_way, Q) and their validity mask (Q is
+    `n_query`, or the largest class size minus k_shot when every other image of a class is a query)."""
+    members = [np.flatnonzero(codes == c) for c in eligible]
+    width = max(len(m) for m in members)
+    padded = np.full((len(members), width), -1); sizes = np.array([len(m) for m in members])
+    for i, m in enumerate(members): padded[i, :len(m)] = m
+    ways = np.argsort(rng.random((episodes, len(members))), axis=1)[:, :n_way]          # n_way classes per episode
+    keys = rng.random((episodes, n_way, width))
+    keys[np.arange(width) >= sizes[ways][..., None]] = np.inf                           # padding sorts last
+    picked = np.take_along_axis(padded[ways], np.argsort(keys, axis=2), axis=2)        # a random order of each class
+    q = n_query if n_query is not None else width - k_shot
+    return picked[..., :k_shot], picked[..., k_shot:k_shot + q], picked[..., k_shot:k_shot + q] >= 0
+
+def _episode_accuracy(f, sup, qry, valid):
+    "(E,) accuracy of each episode: nearest prototype by 2 q.c - |c|^2, queries of way j belong to way j."
+    E, W, Q = qry.shape
+    protos = f[sup].mean(2)                                                             # (E, W, D)
+    qf = f[qry.clamp_min(0)].reshape(E, W * Q, -1)                                      # (E, W*Q, D)
+    scores = 2 * torch.bmm(qf, protos.transpose(1, 2)) - (protos * protos).sum(-1)[:, None]
+    hit = (scores.argmax(-1) == torch.arange(W, device=f.device).repeat_interleave(Q)) & valid.reshape(E, -1)
+    return hit.sum(1) / valid.reshape(E, -1).sum(1)
+
+# %% ../../nbs/73_readouts.ipynb #383437f2
+GOYAL_COSTS = (1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 0.1, 1.0, 10.0, 100.0) + tuple(0.5 ** k for k in range(4, 20))
+AP_KINDS = ("voc", "voc07", "sklearn")
+
+@dataclass
+class SVMResult:
+    "One-vs-rest linear SVMs (Goyal et al. 2019): test AP per class and their mean."
+    map: float              # mean over classes of the test AP
+    ap: np.ndarray          # (C,) test AP per class
+    costs: np.ndarray       # (C,) the cost chosen for each class
+    cv_ap: np.ndarray       # (C, n_costs) mean cross-validated AP (sklearn's) of each cost
+    ap_kind: str
+    n_classes: int
+    chance: float           # mean over classes of the test positive rate: the expected AP of a random ranking
+
+def svm_map(train_features, train_labels, test_features, test_labels, costs: Sequence[float] = GOYAL_COSTS, folds: int = 3,
+            normalize: bool = True, ap: str = "voc", seed: int = 0) -> SVMResult:
+    """Goyal et al.'s linear-SVM benchmark: per class, a `LinearSVC` with the cost chosen by `folds`-fold CV AP on the
+    train features, scored by the test AP (`ap`: 'voc', 'voc07' or 'sklearn'). Labels: (N, C) of 1/0/-1 (-1: difficult),
+    or (N,) class labels for a single-label set."""
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.model_selection import cross_val_score
+    from sklearn.svm import LinearSVC
+    if ap not in AP_KINDS: raise ValueError(f"ap must be one of {AP_KINDS}, got {ap!r}")
+    xtr = as_features(train_features, "train features", min_samples=2)
+    xte = as_features(test_features, "test features", dim=xtr.shape[1], min_samples=1, against="the train features")
+    ytr, yte = _multilabel(train_labels, test_labels, len(xtr), len(xte))
+    costs = np.asarray(costs, dtype=np.float64).reshape(-1)
+    if len(costs) == 0 or not np.isfinite(costs).all() or (costs <= 0).any(): raise ValueError(f"costs must be positive finite values, got {costs!r}")
+    if isinstance(folds, bool) or int(folds) != folds or folds < 2: raise ValueError(f"folds must be an integer >= 2, got {folds!r}")
+    if normalize: xtr, xte = (v / (np.linalg.norm(v, axis=1, keepdims=True) + 1e-5) for v in (xtr, xte))
+    svm = lambda c: LinearSVC(C=c, class_weight={1: 2, -1: 1}, intercept_scaling=1.0, penalty="l2", loss="squared_hinge",
+                              tol=1e-4, dual=True, max_iter=2000, random_state=seed)
+    C = ytr.shape[1]; cv_ap = np.zeros((C, len(costs))); chosen = np.zeros(C); aps = np.zeros(C); chance = np.zeros(C)
+    for c in range(C):
+        t = np.where(ytr[:, c] == 1, 1, -1)                      # difficult (-1) and absent (0) train as negatives
+        if (t == 1).sum() < folds: raise ValueError(f"class {c} has {(t == 1).sum()} positive train images, fewer than folds={folds}")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", category=ConvergenceWarning)   # liblinear at max_iter=2000, as in the benchmark
+            cv_ap[c] = [cross_val_score(svm(k), xtr, t, cv=int(folds), scoring="average_precision").mean() for k in costs]
+            chosen[c] = costs[int(np.argmax(cv_ap[c]))]
+            scores = svm(chosen[c]).fit(xtr, t).decision_function(xte)
+        keep = yte[:, c] != -1                                   # difficult test images are not scored
+        if not (yte[keep, c] == 1).any(): raise ValueError(f"class {c} has no positive test image: its AP is undefined")
+        aps[c], chance[c] = average_precision(scores[keep], yte[keep, c] == 1, ap), (yte[keep, c] == 1).mean()
+    return SVMResult(float(aps.mean()), aps, chosen, cv_ap, ap, C, float(chance.mean()))
+
+def average_precision(scores, positive, kind: str = "voc") -> float:
+    "AP of ranking by decreasing `scores` for boolean `positive`: 'voc' (interpolated, all points), 'voc07' (11 points) or 'sklearn' (step sum)."
+    if kind not in AP_KINDS: raise ValueError(f"kind must be one of {AP_KINDS}, got {kind!r}")
+    s, pos = np.asarray(scores, dtype=np.float64).reshape(-1), np.asarray(positive).reshape(-1).astype(bool)
+    if s.shape != pos.shape: raise ValueError(f"scores and positive must have the same length, got {s.shape} and {pos.shape}")
+    if not pos.any(): raise ValueError("no positive example: average precision is undefined")
+    order = np.argsort(-s, kind="stable"); s, pos = s[order], pos[order]
+    ends = np.r_[np.flatnonzero(np.diff(s) != 0), len(s) - 1]     # last rank of each run of tied scores
+    tp = np.cumsum(pos)[ends]; precision, recall = tp / (ends + 1), tp / pos.sum()
+    if kind == "voc07": return float(np.mean([precision[recall >= t].max(initial=0.0) for t in np.linspace(0, 1, 11)]))
+    if kind == "voc": precision = np.maximum.accumulate(precision[::-1])[::-1]   # best precision at this recall or above
+    return float(np.sum(np.diff(np.r_[0.0, recall]) * precision))
+
+def _multilabel(train_labels, test_labels, n_train: int, n_test: int):
+    "(N, C) label matrices in {1, 0, -1}; class labels (N,) become one-vs-rest columns of the train set's classes."
+    ytr, yte = np.asarray(train_labels), np.asarray(test_labels)
+    if ytr.ndim == 1:
+        if yte.shape != (n_test,) or ytr.shape != (n_train,):
+            raise ValueError(f"class labels must be one per image: train {ytr.shape} for {n_train}, test {yte.shape} for {n_test}")
+        classes = np.unique(ytr)
+        return (ytr[:, None] == classes).astype(int), (yte[:, None] == classes).astype(int)
+    if ytr.ndim != 2 or ytr.shape[0] != n_train or yte.shape != (n_test, ytr.shape[1]):
+        raise ValueError(f"multi-label targets must be (N, C) for train and test: got {ytr.shape} for {n_train} and {yte.shape} for {n_test} images")
+    for name, v in (("train labels", ytr), ("test labels", yte)):
+        if bad := sorted(set(np.unique(v).tolist()) - {-1, 0, 1}): raise ValueError(f"{name} must be 1, 0 or -1 (difficult), found {bad}")
+    return ytr.astype(int), yte.astype(int)
+
+# %% ../../nbs/73_readouts.ipynb #d6018f89
+KRR_ALPHAS, KRR_GAMMAS = np.logspace(0, -4, 5), np.logspace(-5, 2, 8)
+
+@dataclass
+class KernelRidgeResult:
+    "RBF kernel ridge regression with (alpha, gamma) chosen by CV on the train split, scored on the test split."
+    score: float             # test R^2 at (best_alpha, best_gamma), refitted on the whole train split
+    cv_score: float          # mean CV R^2 there
+    best_alpha: float
+    best_gamma: float
+    alphas: np.ndarray
+    gammas: np.ndarray
+    fold_scores: np.ndarray  # (A, G, F) validation R^2
+    standardize_targets: bool
+    chance: float = 0.0
+
+def kernel_ridge_readout(train_features, train_targets, test_features, test_targets, alphas=KRR_ALPHAS, gammas=KRR_GAMMAS,
+                         folds: int = 5, seed: int = 0, standardize_targets: bool = True, device=None) -> KernelRidgeResult:
+    "Ericsson et al.'s Causal3DIdent readout: RBF kernel ridge on standardised features, (alpha, gamma) by k-fold CV, test R^2."
+    from sklearn.model_selection import KFold
+    xtr = as_features(train_features, "train features", min_samples=2)
+    xte = as_features(test_features, "test features", dim=xtr.shape[1], min_samples=1, against="the train features")
+    ytr, yte = _targets(train_targets, len(xtr), "train targets"), _targets(test_targets, len(xte), "test targets")
+    if ytr.shape[1] != yte.shape[1]: raise ValueError(f"train targets have {ytr.shape[1]} outputs, test targets {yte.shape[1]}")
+    alphas, gammas = (np.asarray(v, dtype=np.float64).reshape(-1) for v in (alphas, gammas))
+    for name, v in (("alphas", alphas), ("gammas", gammas)):
+        if len(v) == 0 or not np.isfinite(v).all() or (v <= 0).any(): raise ValueError(f"{name} must be positive finite values, got {v!r}")
+    if isinstance(folds, bool) or int(folds) != folds or not 2 <= folds <= len(xtr): raise ValueError(f"folds must be an integer in [2, {len(xtr)}], got {folds!r}")
+    device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    X = torch.as_tensor(xtr, dtype=torch.float64, device=device); Y = torch.as_tensor(ytr, dtype=torch.float64, device=device)
+    fold_scores = np.zeros((len(alphas), len(gammas), int(folds)))
+    for j, (tr, va) in enumerate(KFold(int(folds), shuffle=True, random_state=seed).split(xtr)):
+        (a, b), (ya, yb) = _standardise(X[tr], X[va]), _standardise(Y[tr], Y[va], standardize_targets)
+        d_tr, d_va = _sq_dists(a, a), _sq_dists(b, a)
+        for g, gamma in enumerate(gammas):
+            lam, Q = torch.linalg.eigh(torch.exp(-gamma * d_tr))
+            B, Qty = torch.exp(-gamma * d_va) @ Q, Q.T @ ya
+            for i, alpha in enumerate(alphas): fold_scores[i, g, j] = _r2_t(B @ (Qty / (lam + alpha)[:, None]), yb)
+    mean = fold_scores.mean(2); i, g = np.unravel_index(int(np.argmax(mean)), mean.shape)
+    (a, b), (ya, yb) = _standardise(X, torch.as_tensor(xte, dtype=torch.float64, device=device)), \
+                       _standardise(Y, torch.as_tensor(yte, dtype=torch.float64, device=device), standardize_targets)
+    K = torch.exp(-gammas[g] * _sq_dists(a, a)); K.diagonal().add_(alphas[i])
+    pred = torch.exp(-gammas[g] * _sq_dists(b, a)) @ torch.linalg.solve(K, ya)
+    return KernelRidgeResult(_r2_t(pred, yb), float(mean[i, g]), float(alphas[i]), float(gammas[g]), alphas, gammas, fold_scores,
+                             standardize_targets)
+
+def _targets(t, n: int, name: str) -> np.ndarray:
+    y = t.detach().cpu().numpy() if isinstance(t, torch.Tensor) else np.asarray(t)
+    if y.ndim not in (1, 2) or len(y) != n: raise ValueError(f"{name} have shape {y.shape}, expected ({n},) or ({n}, T)")
+    y = y.astype(np.float64).reshape(n, -1)
+    if not np.isfinite(y).all(): raise ValueError(f"{name} contain {int((~np.isfinite(y)).sum())} NaN/inf values")
+    return y
+
+def _standardise(fit, other, scale: bool = True):
+    "Both arrays standardised with the statistics of `fit` (sklearn's StandardScaler: ddof 0, a constant column scaled by 1)."
+    mean, std = fit.mean(0), fit.std(0, unbiased=False)
+    std = torch.where(std > 10 * torch.finfo(std.dtype).eps * mean.abs().clamp_min(1), std, torch.ones_like(std))
+    return ((fit - mean) / std, (other - mean) / std) if scale else (fit, other)
+
+def _sq_dists(a, b):
+    "Squared Euclidean distances (n_a, n_b), clamped at 0."
+    return ((a * a).sum(1)[:, None] + (b * b).sum(1)[None] - 2 * a @ b.T).clamp_min_(0)
+
+def _r2_t(pred, true) -> float:
+    "sklearn's R^2 (uniform average over outputs; a constant output scores 1 if exact, else 0) of torch (n, T) arrays."
+    ss_res, ss_tot = ((true - pred) ** 2).sum(0), ((true - true.mean(0)) ** 2).sum(0)
+    r = torch.where(ss_tot > 0, 1 - ss_res / torch.where(ss_tot > 0, ss_tot, torch.ones_like(ss_tot)), (ss_res == 0).to(ss_res.dtype))
+    return float(r.mean())
+
+# %% ../../nbs/73_readouts.ipynb #aee6c9ca
+FEATURE_CACHE_VERSION = 1
+
+def cached_features(model_key: str, model, images: ImageSet, dataset: str | Mapping, layer: str | None = None, pool: str = "avg",
+                    normalize: bool | tuple = False, batch_size: int = 256, runtime=None, folder=None, verify: bool = True,
+                    on_damaged: str = "recompute", progress: bool = False) -> Features:
+    "`extract_features(model, images, layer, ...)`, computed once per (model key, dataset, layer, pool, normalize) and read back from disk."
+    if not isinstance(model_key, str) or not model_key: raise ValueError(f"model_key must be a non-empty string, got {model_key!r}")
+    if layer is not None and not isinstance(layer, str): raise TypeError(f"layer must be a layer name (str) or None to be cached, got {type(layer).__name__}")
+    if on_damaged not in ("recompute", "raise"): raise ValueError(f"on_damaged must be 'recompute' or 'raise', got {on_damaged!r}")
+    if not isinstance(images, ImageSet): raise TypeError(f"images must be an ImageSet, got {type(images).__name__}")
+    key = {"version": FEATURE_CACHE_VERSION, "model": model_key, "dataset": dataset, "n": len(images),
+           "image_shape": list(images.images.shape[1:]), "layer": layer, "pool": pool,
+           "normalize": [list(map(float, v)) for v in normalize] if isinstance(normalize, (tuple, list)) else bool(normalize)}
+    entry = Path(folder) if folder is not None else cache_dir("features")
+    entry = entry / f"{_safe(model_key)}-{config_key(key)}"
+    try:
+        hit = _read_features(entry, key, verify)
+        if hit is not None: return hit
+    except CacheError as e:
+        if on_damaged == "raise": raise
+        warnings.warn(f"feature cache {entry} is damaged ({e}); recomputing it")
+    feats = extract_features(model, images, layer, batch_size=batch_size, pool=pool, normalize=normalize, runtime=runtime, progress=progress)
+    entry.mkdir(parents=True, exist_ok=True)
+    (entry / "manifest.json").unlink(missing_ok=True)           # a half-written entry never looks finished
+    paths = feats.save(entry / "features")
+    write_json(entry / "manifest.json", {**key, "shape": list(feats.features.shape),
+                                         "files": {p.name: {"bytes": p.stat().st_size, "sha256": file_digest(p)} for p in paths}})
+    return _read_features(entry, key, verify=False)
+
+def _safe(s: str) -> str: return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in s)[:64]
+
+def _read_features(entry: Path, key: Mapping, verify: bool) -> Features | None:
+    "The finished entry in `entry` (memory-mapped), None if there is none, or `CacheError` naming what disagrees."
+    manifest = entry / "manifest.json"
+    if not manifest.is_file(): return None
+    try: m = json.loads(manifest.read_text())
+    except (OSError, ValueError) as e: raise CacheError(f"{manifest} is unreadable: {e}") from e
+    if diff := [k for k in key if json.dumps(m.get(k), sort_keys=True) != json.dumps(key[k], sort_keys=True, default=str)]:
+        raise CacheError(f"{manifest} was written for another {diff[0]}: {m.get(diff[0])!r}, expected {key[diff[0]]!r}")
+    for name, want in m.get("files", {}).items():
+        p = entry / name
+        if not p.is_file(): raise CacheError(f"{p} is missing")
+        if p.stat().st_size != want["bytes"]: raise CacheError(f"{p} has {p.stat().st_size} bytes, its manifest says {want['bytes']}")
+        if verify and file_digest(p) != want["sha256"]: raise CacheError(f"{p} does not match its sha256 in {manifest}")
+    try: feats = Features.load(entry / "features", mmap=True)
+    except (OSError, ValueError) as e: raise CacheError(f"{entry / 'features'}.*: {type(e).__name__}: {e}") from e
+    if list(feats.features.shape) != m["shape"]: raise CacheError(f"{entry / 'features.npy'} has shape {list(feats.features.shape)}, its manifest says {m['shape']}")
+    return feats
