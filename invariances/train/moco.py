@@ -117,7 +117,7 @@ class MocoConfig(EncoderConfig):
 
     SCALES = {"smoke": dict(lr=0.06, queue_size=0, key_momentum=0.99, bn_splits=2),      # the cpu recipe, in small
               "cpu": dict(lr=0.06, queue_size=0, key_momentum=0.99, bn_splits=4),        # chosen in cpu_recipe.ipynb
-              "real": dict(lr=0.06, queue_size=4096, key_momentum=0.99, bn_splits=4),
+              "real": dict(lr=0.06, queue_size=0, key_momentum=0.99, bn_splits=4),        # chosen in cpu_recipe.ipynb (real batch)
               "gpu": dict(lr=0.03, queue_size=65_536, key_momentum=0.999, bn_splits=8)}
 
     @property
