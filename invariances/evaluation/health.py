@@ -10,6 +10,7 @@ import json, time
 from .. import zoo
 from ..core import Runtime, write_json
 from ..data.imageset import ImageSet
+from .linear import linear_readout_train_test
 from .readouts import KNNResult, knn_accuracy
 from ..features import extract_features
 
@@ -25,7 +26,8 @@ def health_protocol(profile, k: int = 20, temperature: float = 0.07) -> dict:
     "The readout protocol of a profile's health records (what a cached record must match to be reused)."
     n_ref, n_test = HEALTH_IMAGES.get(zoo.get_profile(profile).name, DEFAULT_HEALTH_IMAGES)
     return {"readout": "knn", "k": k, "temperature": temperature, "layer": "pooled backbone", "n_ref": n_ref,
-            "ref_split": "train", "ref_seed": 1, "n_test": n_test, "test_split": "test", "test_seed": 2}
+            "ref_split": "train", "ref_seed": 1, "n_test": n_test, "test_split": "test", "test_seed": 2,
+            "linear": {"protocol": "train-test+cv5-stratified", "wds": "logspace(-6, 5, 45)", "cv_seed": 0}}
 
 def health_sets(profile, root=None, protocol: dict | None = None) -> tuple[ImageSet, ImageSet]:
     "The labelled reference images and the held-out query images of `profile`'s health protocol."
@@ -52,8 +54,13 @@ def model_health(name: str, profile="cpu", seed: int = 0, root=None, runtime: Ru
         record = json.loads(path.read_text())
         if record.get("protocol") == protocol: return record
     encoder = zoo.get(name, p, seed, root, runtime=runtime, progress=False)
-    r = encoder_knn(encoder, *health_sets(p, root, protocol), k, temperature, runtime)
-    record = {"protocol": protocol, "knn_accuracy": r.accuracy, "chance": r.chance}
+    ref, test = health_sets(p, root, protocol)
+    fr, ft = (extract_features(encoder, s, runtime=runtime, progress=False).features for s in (ref, test))
+    yr, yt = ref.meta["target"].to_numpy(), test.meta["target"].to_numpy()
+    r = knn_accuracy(fr, yr, ft, yt, k, temperature)
+    lin = linear_readout_train_test(fr, yr, ft, yt, seed=protocol["linear"]["cv_seed"])   # wd chosen by 5-fold CV on ref
+    record = {"protocol": protocol, "knn_accuracy": r.accuracy, "linear_accuracy": lin.score, "linear_wd": lin.best_wd,
+              "chance": r.chance}
     write_json(path, record)
     return record
 

@@ -44,6 +44,7 @@ def training_table(records: Mapping[str, dict], profile, seed: int = 0, labels: 
                "chance loss": chance(name), "accuracy, last 50 steps": r.get("last_acc", np.nan),
                "best 50-step accuracy": r.get("peak_acc", np.nan)}
         if health: row |= {"k-NN accuracy (held out)": health.get(name, {}).get("knn_accuracy", np.nan),
-                           "k-NN chance": health.get(name, {}).get("chance", np.nan)}
+                           "linear accuracy (held out)": health.get(name, {}).get("linear_accuracy", np.nan),
+                           "chance (held out)": health.get(name, {}).get("chance", np.nan)}
         rows.append(row)
     return pd.DataFrame(rows).set_index("model")
