@@ -1,6 +1,7 @@
 """MoCo-v2 training throughput next to the bare forward+backward of the same backbone and batch, in one run.
 
     PYTHONPATH=. python bench/bench_moco.py [--threads 2] [--steps 6] [--only NAME ...] [--out bench/results/moco.json]
+                                            [--runtime auto|fp32|channels_last|bf16|bf16+channels_last]
 
 For each backbone/image-size/batch below it measures, alternating so that a shared machine's noise hits both alike:
   * bare:  the query backbone alone, forward + backward + SGD step on a ready float batch (no augmentation, no head);
@@ -12,6 +13,10 @@ Reported: images/s of each (median over the timed steps) and the ratio moco/bare
 floor 1 + fwd/(fwd+bwd): the key encoder's forward alone costs one forward of the backbone. On a CPU the
 primary figures use the process's CPU time (times the thread count), which other processes on a shared machine disturb
 much less than wall time; wall-clock figures are reported beside them.
+
+Both steps run on one path, `--runtime` (CPU only): `auto` (the default) is the one training takes, the path
+`Runtime.detect` measured for this machine (or read from its cache, or `$INVARIANCES_CPU_RUNTIME`); a name of
+`invariances.core.CPU_RUNTIMES` forces that path. `--channels-last` adds channels_last to whichever path.
 """
 import argparse, copy, json, statistics, sys, time
 from dataclasses import asdict
@@ -20,7 +25,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from invariances.core import Runtime, to_float_images, write_json, provenance
+from invariances.core import CPU_RUNTIMES, Runtime, to_float_images, write_json, provenance
 from invariances.data.imageset import ImageSet
 from invariances.models import BackboneConfig, Encoder
 from invariances.train.loop import _make_optimizer
@@ -51,7 +56,7 @@ def bench_case(name, arch, width, small_stem, size, batch, steps, runtime, queue
     xb = runtime.images(torch.rand(batch, 3, size, size))
 
     def step_bare():
-        loss = bare(xb).pow(2).mean()
+        with runtime.autocast(): loss = bare(xb).float().pow(2).mean()
         opt_b.zero_grad(set_to_none=True); loss.backward(); opt_b.step()
 
     # the query path as MoCo trains it (split BatchNorm, projection head), on a copy: a second, looser baseline
@@ -92,7 +97,7 @@ def bench_case(name, arch, width, small_stem, size, batch, steps, runtime, queue
         with torch.no_grad(), runtime.autocast(): bare(xb)
     tk = statistics.median(timed(key_fwd) for _ in range(3))
     tf = statistics.median(timed(bare_fwd) for _ in range(3))
-    return {"case": name, "arch": arch, "width": width, "small_stem": small_stem, "image_size": size, "batch": batch,
+    return {"case": name, "runtime": runtime_name(runtime), "arch": arch, "width": width, "small_stem": small_stem, "image_size": size, "batch": batch,
             # img/s per `threads` cores of CPU time (what an unloaded machine would give), and the wall-clock figures
             "bare_img_s": round(threads * batch / b, 1), "moco_img_s": round(threads * batch / m, 1), "ratio": round(m / b, 2), "ratio_vs_query_path": round(m / q, 2),
             "bare_wall_img_s": round(batch / statistics.median(wb), 1), "moco_wall_img_s": round(batch / statistics.median(wm), 1),
@@ -102,15 +107,36 @@ def bench_case(name, arch, width, small_stem, size, batch, steps, runtime, queue
             "feature_dim": BackboneConfig(arch, width, small_stem).feature_dim}
 
 
+def runtime_name(rt: Runtime) -> str:
+    "The name of `rt`'s path in `CPU_RUNTIMES` (e.g. 'channels_last'); on CUDA the autocast dtype and format."
+    names = {v: k for k, v in CPU_RUNTIMES.items()}
+    return names[rt.amp_dtype, rt.channels_last] if rt.device.type == "cpu" else f"{rt.amp_dtype}, channels_last={rt.channels_last}"
+
+
+def pick_runtime(device: str | None, name: str, channels_last: bool = False) -> Runtime:
+    "The runtime for `--device`/`--runtime`/`--channels-last`: `auto` asks `Runtime.detect`, a name forces a CPU path."
+    if name == "auto": rt = Runtime.detect(device)
+    elif torch.device(device or "cpu").type != "cpu": raise SystemExit(f"--runtime {name} is a CPU path, not one for {device}")
+    else: rt = Runtime(torch.device(device or "cpu"), *CPU_RUNTIMES[name], "--runtime")  # forced: nothing measured
+    return Runtime(rt.device, rt.amp_dtype, True, rt.selected_by, rt.probe) if channels_last else rt
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--threads", type=int, default=2); ap.add_argument("--steps", type=int, default=6)
     ap.add_argument("--only", nargs="*"); ap.add_argument("--out", default="bench/results/moco.json")
     ap.add_argument("--device", default=None); ap.add_argument("--channels-last", action="store_true")
+    ap.add_argument("--runtime", default="auto", choices=["auto", *CPU_RUNTIMES],
+                    help="the CPU path: auto = the one Runtime.detect chooses (measured once per machine), or forced")
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
-    rt = Runtime.detect(a.device)
-    if a.channels_last: rt = Runtime(rt.device, rt.amp_dtype, True)
+    # a name forces the path without measuring; `auto` measures (once per machine and thread count) or reads the cache
+    rt = pick_runtime(a.device, a.runtime, a.channels_last)
+    print(f"runtime: {runtime_name(rt)} (chosen: {rt.selected_by})", flush=True)
+    if rt.probe is not None:
+        for cand in (c for c in CPU_RUNTIMES if c in rt.probe["img_s"]):
+            print(f"  probe {cand:20s} " + "  ".join(f"{w} {v:6.1f} img/s" for w, v in rt.probe["img_s"][cand].items())
+                  + f"  speedup {rt.probe['speedup'][cand]:.3f}" + ("  <- chosen" if cand == rt.probe["choice"] else ""))
     started = time.time(); rows = []
     for name, case in CASES.items():
         if a.only and name not in a.only: continue
@@ -123,7 +149,8 @@ def main():
               f"{r['ratio_vs_query_path']:.2f}   "
               f"(wall: {r['bare_wall_img_s']:.1f} / {r['moco_wall_img_s']:.1f} img/s, ratio {r['wall_ratio']:.2f})", flush=True)
     write_json(a.out, {"rows": rows, "provenance": provenance({"threads": a.threads, "steps": a.steps,
-                                                              "channels_last": a.channels_last}, started=started, runtime=rt)})
+                                                              "channels_last": a.channels_last, "runtime": a.runtime},
+                                                   started=started, runtime=rt)})
     print(f"wrote {a.out}")
 
 

@@ -5,9 +5,10 @@
 # %% ../nbs/00_core.ipynb #437fd9fb
 from __future__ import annotations
 
-import contextlib, datetime, hashlib, json, os, platform, random, resource, subprocess, tempfile, threading, time
+import contextlib, copy, datetime, functools, hashlib, json, os, platform, random, resource, statistics, subprocess, tempfile
+import threading, time, warnings
 from concurrent.futures import ThreadPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
@@ -15,10 +16,12 @@ import numpy as np
 import torch
 
 # %% auto #0
-__all__ = ['IMAGENET_MEAN', 'IMAGENET_STD', 'IMAGENET_SIZE', 'seed_everything', 'seed_worker', 'Runtime', 'run_concurrently',
-           'to_float_images', 'to_uint8_images', 'data_root', 'cache_dir', 'config_key', 'atomic_path', 'write_bytes',
-           'write_text', 'write_json', 'save_torch', 'file_digest', 'tree_digest', 'git_info', 'package_versions',
-           'peak_memory_mb', 'provenance']
+__all__ = ['IMAGENET_MEAN', 'IMAGENET_STD', 'IMAGENET_SIZE', 'CPU_RUNTIMES', 'CPU_RUNTIME_ENV', 'CPU_PROBE', 'seed_everything',
+           'seed_worker', 'Runtime', 'run_concurrently', 'to_float_images', 'to_uint8_images', 'data_root', 'cache_dir',
+           'config_key', 'atomic_path', 'write_bytes', 'write_text', 'write_json', 'save_torch', 'cpu_bf16_native',
+           'choose_cpu_runtime', 'cpu_candidates', 'cpu_runtime_env', 'measure_cpu_runtime', 'cpu_probe_key',
+           'cpu_runtime_choice', 'file_digest', 'tree_digest', 'git_info', 'package_versions', 'peak_memory_mb',
+           'provenance']
 
 # %% ../nbs/00_core.ipynb #25237e79
 def seed_everything(seed: int) -> torch.Generator:
@@ -43,19 +46,25 @@ class Runtime:
     device: torch.device
     amp_dtype: torch.dtype | None = None
     channels_last: bool = False
+    selected_by: str | None = field(default=None, compare=False)  # how `detect` chose it (None: built by hand)
+    probe: Mapping | None = field(default=None, compare=False, repr=False)  # the CPU measurement it rests on
 
     @classmethod
-    def detect(cls, device: str | torch.device | None = None) -> "Runtime":
-        "CUDA with bf16 autocast and channels_last when present (or asked for), fp32 on CPU."
+    def detect(cls, device: str | torch.device | None = None, *, measure: bool = True) -> "Runtime":
+        """CUDA: bf16 (else fp16) autocast and channels_last. CPU: the fastest training path of `CPU_RUNTIMES` on this
+        machine, from `$INVARIANCES_CPU_RUNTIME` or measured once per machine (see `cpu_runtime_choice`); with
+        `measure=False` only an earlier measurement is used, else fp32."""
         if device is None: device = "cuda" if torch.cuda.is_available() else "cpu"
         device = torch.device(device)
         if device.type == "cuda":
             if not torch.cuda.is_available(): raise RuntimeError(f"device {device} requested but CUDA is not available")
-            return cls(device, torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16, True)
-        return cls(device, None, False)
+            return cls(device, torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16, True, "cuda")
+        if device.type != "cpu": return cls(device, None, False)
+        choice, how, rec = cpu_runtime_choice(measure)
+        return cls(device, *CPU_RUNTIMES[choice], how, rec)
 
     def autocast(self):
-        "Context manager: autocast on accelerators, a no-op on fp32 runtimes."
+        "Context manager: autocast in `amp_dtype`, a no-op on fp32 runtimes."
         if self.amp_dtype is None: return contextlib.nullcontext()
         return torch.autocast(self.device.type, dtype=self.amp_dtype)
 
@@ -72,6 +81,9 @@ class Runtime:
     def describe(self) -> dict:
         d = {"device": str(self.device), "amp_dtype": str(self.amp_dtype) if self.amp_dtype else "float32",
              "channels_last": self.channels_last, "torch_threads": torch.get_num_threads()}
+        if self.selected_by is not None: d["selected_by"] = self.selected_by
+        if self.probe is not None:  # images/s per candidate and workload (CPU time x threads), the choice, and when
+            d["cpu_probe"] = {k: self.probe.get(k) for k in ("choice", "img_s", "speedup", "measured_at")}
         if self.device.type == "cuda": d["gpu"] = torch.cuda.get_device_name(self.device)
         return d
 
@@ -170,6 +182,197 @@ def save_torch(obj, path) -> Path:
     with atomic_path(path) as tmp: torch.save(obj, tmp)
     return Path(path)
 
+# %% ../nbs/00_core.ipynb #26771b96
+CPU_RUNTIMES = {"fp32": (None, False), "channels_last": (None, True),  # name -> (autocast dtype, channels_last)
+                "bf16": (torch.bfloat16, False), "bf16+channels_last": (torch.bfloat16, True)}
+CPU_RUNTIME_ENV = "INVARIANCES_CPU_RUNTIME"  # one of CPU_RUNTIMES or "auto" (the default: measured once per machine)
+CPU_PROBE = dict(width=0.5, size=64, batch=32, bn_splits=4, warmup=1, steps=5, margin=0.10, version=1)
+
+def cpu_bf16_native() -> bool:
+    "Whether this CPU has bf16 arithmetic (AVX-512 BF16 or AMX); elsewhere bf16 autocast is emulated and many times slower."
+    return any(getattr(torch.cpu, f, lambda: False)() for f in ("_is_avx512_bf16_supported", "_is_amx_tile_supported"))
+
+def choose_cpu_runtime(step_s: Mapping[str, float | Mapping[str, float]], margin: float = 0.10,
+                       bf16: bool = True) -> str:
+    """The candidate of `step_s` (name -> seconds per step, or name -> {workload: seconds}) to train with: the fastest
+    that beats fp32 by at least `margin` on every workload, else fp32. bf16 candidates only when `bf16`."""
+    def per_workload(t): return dict(t) if isinstance(t, Mapping) else {"step": t}
+    if "fp32" not in step_s: raise ValueError(f"the timings must include fp32, got {sorted(step_s)}")
+    unknown = set(step_s) - set(CPU_RUNTIMES)
+    if unknown: raise ValueError(f"unknown candidates {sorted(unknown)}; expected some of {list(CPU_RUNTIMES)}")
+    base = per_workload(step_s["fp32"])
+    best, best_speedup = "fp32", 1.0 + margin
+    for name, t in step_s.items():
+        if name == "fp32" or (CPU_RUNTIMES[name][0] is not None and not bf16): continue
+        t = per_workload(t)
+        if set(t) != set(base): raise ValueError(f"{name} was timed on {sorted(t)}, fp32 on {sorted(base)}")
+        speedup = min(base[w] / t[w] for w in base)  # a candidate must win on every workload
+        if speedup >= best_speedup: best, best_speedup = name, speedup
+    return best
+
+def cpu_candidates(bf16: bool | None = None) -> list[str]:
+    "The candidates worth measuring: the bf16 ones only where the CPU computes bf16 natively (or when `bf16=True`)."
+    bf16 = cpu_bf16_native() if bf16 is None else bf16
+    return [n for n, (amp, _) in CPU_RUNTIMES.items() if amp is None or bf16]
+
+def cpu_runtime_env() -> str:
+    "`$INVARIANCES_CPU_RUNTIME`, checked: 'auto' (also when unset or empty) or a name of `CPU_RUNTIMES`."
+    raw = os.environ.get(CPU_RUNTIME_ENV, ""); v = raw.strip().lower() or "auto"
+    if v != "auto" and v not in CPU_RUNTIMES:
+        raise ValueError(f"{CPU_RUNTIME_ENV}={raw!r} is not one of: auto, {', '.join(CPU_RUNTIMES)}")
+    return v
+
+# %% ../nbs/00_core.ipynb #3062c7b9
+class _SplitBatchNorm(torch.nn.BatchNorm2d):
+    "MoCo's split BatchNorm (`train.moco.SplitBatchNorm`, training only): `num_splits` sub-batches folded into channels."
+    def __init__(self, num_features: int, num_splits: int):
+        super().__init__(num_features); self.num_splits = num_splits
+
+    def forward(self, x):
+        s = self.num_splits; N, C, H, W = x.shape
+        out = torch.nn.functional.batch_norm(x.reshape(N // s, C * s, H, W), self.running_mean.repeat(s),
+                                             self.running_var.repeat(s), self.weight.repeat(s), self.bias.repeat(s),
+                                             True, self.momentum, self.eps)
+        return torch.ops.aten._unsafe_view(out, (N, C, H, W))
+
+def _probe_network(width: float, bn_splits: int = 1) -> torch.nn.Module:
+    "The `cpu` recipe's backbone (ResNet-18 at `width`, standard stem, no head) from torchvision alone: core imports no model code."
+    from torchvision.models.resnet import ResNet, BasicBlock
+    norm = functools.partial(_SplitBatchNorm, num_splits=bn_splits) if bn_splits > 1 else None
+    net = ResNet(BasicBlock, [2, 2, 2, 2], norm_layer=norm)
+    c = [max(1, round(k * width)) for k in (64, 128, 256, 512)]
+    net.inplanes = c[0]; net.conv1 = torch.nn.Conv2d(3, c[0], 7, 2, 3, bias=False); net.bn1 = net._norm_layer(c[0])
+    net.layer1 = net._make_layer(BasicBlock, c[0], 2)
+    for i in (1, 2, 3): setattr(net, f"layer{i + 1}", net._make_layer(BasicBlock, c[i], 2, stride=2))
+    net.fc = torch.nn.Identity()
+    return net
+
+def measure_cpu_runtime(candidates: Sequence[str] | None = None, **probe) -> dict:
+    """Seconds per training step of `_probe_network` on this CPU for each candidate of `CPU_RUNTIMES`, on two
+    workloads: `plain` (forward, backward, SGD, as supervised training) and `moco` (the same with MoCo's split
+    BatchNorm, beside a no-grad forward of a key copy as `run_concurrently` runs MoCo's key encoder). `warmup` steps
+    are discarded, then `steps` rounds visit every candidate and workload in turn (a load spike hits all alike), the
+    median of each. The decision uses the process's CPU time (steadier than wall time on a shared machine); wall-clock
+    figures are kept beside it. `probe` overrides entries of `CPU_PROBE`. RNG, grad mode and threads are left as found."""
+    p = {**CPU_PROBE, **probe}
+    candidates = list(CPU_RUNTIMES if candidates is None else candidates)
+    unknown = [c for c in candidates if c not in CPU_RUNTIMES]
+    if unknown: raise ValueError(f"unknown candidates {unknown}; expected some of {list(CPU_RUNTIMES)}")
+    workloads = {"plain": 1, "moco": p["bn_splits"]}
+    t0 = time.perf_counter()
+    with torch.random.fork_rng(devices=[]), torch.inference_mode(False), torch.enable_grad():
+        torch.manual_seed(0)
+        x = torch.rand(p["batch"], 3, p["size"], p["size"])
+        def make_step(name, splits):
+            amp, cl = CPU_RUNTIMES[name]
+            net, xi = _probe_network(p["width"], splits).train(), x
+            if cl: net, xi = net.to(memory_format=torch.channels_last), x.contiguous(memory_format=torch.channels_last)
+            key = copy.deepcopy(net).requires_grad_(False) if splits > 1 else None
+            def key_forward():
+                with torch.no_grad(): return key(xi)
+            opt = torch.optim.SGD(net.parameters(), lr=1e-3, momentum=0.9)
+            def step():
+                with torch.autocast("cpu", dtype=amp or torch.bfloat16, enabled=amp is not None):
+                    out = run_concurrently(lambda: net(xi), key_forward)[0] if key is not None else net(xi)
+                    loss = out.float().pow(2).mean()
+                opt.zero_grad(set_to_none=True); loss.backward(); opt.step()
+            return step
+        steps = {(n, w): make_step(n, s) for n in candidates for w, s in workloads.items()}
+        cpu_s, wall_s = {k: [] for k in steps}, {k: [] for k in steps}
+        for r in range(p["warmup"] + p["steps"]):
+            for k, step in steps.items():
+                c, w = time.process_time(), time.perf_counter()
+                step()
+                if r >= p["warmup"]: cpu_s[k].append(time.process_time() - c); wall_s[k].append(time.perf_counter() - w)
+    med = lambda d, n: {w: statistics.median(d[n, w]) for w in workloads}
+    threads = torch.get_num_threads()
+    step_s, wall = {n: med(cpu_s, n) for n in candidates}, {n: med(wall_s, n) for n in candidates}
+    return {"step_s": step_s, "wall_step_s": wall,  # CPU seconds (all threads) and wall seconds per step
+            "img_s": {n: {w: round(threads * p["batch"] / t, 1) for w, t in v.items()} for n, v in step_s.items()},
+            "wall_img_s": {n: {w: round(p["batch"] / t, 1) for w, t in v.items()} for n, v in wall.items()},
+            "probe": p, "seconds": round(time.perf_counter() - t0, 2)}
+
+# %% ../nbs/00_core.ipynb #8565aa48
+_CPU_CHOICES: dict[str, tuple[str, str, dict | None]] = {}  # this process's decisions, by probe key
+_CPU_LOCK = threading.Lock()
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.lower().startswith(("model name", "hardware", "cpu model")): return line.split(":", 1)[1].strip()
+    except OSError: pass
+    return platform.processor() or platform.machine()
+
+def _cpu_flags() -> str:
+    "A digest of the CPU's feature flags (a VM may report a generic model name; the flags tell its instruction sets)."
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.lower().startswith(("flags", "features")): return config_key(sorted(line.split(":", 1)[1].split()))
+    except OSError: pass
+    return ""
+
+def cpu_probe_key(candidates: Sequence[str]) -> dict:
+    "What a CPU measurement depends on: the machine, torch and its threads, and the probe itself."
+    return {"cpu": _cpu_model(), "flags": _cpu_flags(), "isa": torch.backends.cpu.get_cpu_capability(),
+            "bf16_native": cpu_bf16_native(), "torch": torch.__version__, "threads": torch.get_num_threads(),
+            "candidates": list(candidates), "probe": CPU_PROBE}
+
+@contextlib.contextmanager
+def _file_lock(path: Path):
+    "An exclusive advisory lock on `path` (POSIX), so that processes starting together measure once."
+    try: import fcntl
+    except ImportError: yield; return
+    with open(path, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try: yield
+        finally: fcntl.flock(f, fcntl.LOCK_UN)
+
+def _read_probe(path: Path, key: dict) -> dict | None:
+    "The cached measurement at `path` if it is one for `key`; None if absent; None and a warning if unusable."
+    if not path.is_file(): return None
+    try:
+        rec = json.loads(path.read_text())
+        if not isinstance(rec, dict) or rec.get("key") != key or rec.get("choice") not in CPU_RUNTIMES:
+            raise ValueError("not a measurement of this machine and probe")
+        return rec
+    except (OSError, ValueError) as e:  # json.JSONDecodeError is a ValueError
+        warnings.warn(f"ignoring the CPU runtime cache {path}: {e}", stacklevel=4)
+        return None
+
+def cpu_runtime_choice(measure: bool = True) -> tuple[str, str, dict | None]:
+    """(name in `CPU_RUNTIMES`, how it was chosen, the measurement) for training on this CPU.
+    `$INVARIANCES_CPU_RUNTIME` decides when set; else this process's earlier decision; else the cached measurement of
+    this machine under `cache_dir('runtime')`; else, with `measure`, a new one (`measure_cpu_runtime`, seconds) that is
+    cached for the next process; else fp32."""
+    env = cpu_runtime_env()
+    if env != "auto":
+        if CPU_RUNTIMES[env][0] is not None and not cpu_bf16_native():
+            warnings.warn(f"{CPU_RUNTIME_ENV}={env}: this CPU has no bf16 arithmetic, autocast emulates it (many "
+                          "times slower than fp32)", stacklevel=3)
+        return env, f"${CPU_RUNTIME_ENV}", None
+    key = cpu_probe_key(cpu_candidates()); k = config_key(key)
+    with _CPU_LOCK:
+        if k in _CPU_CHOICES: return _CPU_CHOICES[k]
+        path = cache_dir("runtime") / f"cpu-{k}.json"
+        with _file_lock(path.with_suffix(".lock")) if measure else contextlib.nullcontext():
+            rec, how = _read_probe(path, key), "cached"
+            if rec is None:
+                if not measure: return "fp32", "not measured", None
+                try: m = measure_cpu_runtime(key["candidates"])
+                except Exception as e:  # never stop a training run for want of a measurement
+                    warnings.warn(f"the CPU runtime probe failed ({type(e).__name__}: {e}); using fp32", stacklevel=3)
+                    _CPU_CHOICES[k] = out = ("fp32", "probe failed", None)
+                    return out
+                fp32 = m["step_s"]["fp32"]
+                rec = {"key": key, "choice": choose_cpu_runtime(m["step_s"], CPU_PROBE["margin"]), **m,
+                       "speedup": {n: round(min(fp32[w] / t[w] for w in fp32), 3) for n, t in m["step_s"].items()},
+                       "measured_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
+                how = "measured"
+                try: write_json(path, rec)
+                except OSError as e: warnings.warn(f"could not cache the CPU runtime probe in {path}: {e}", stacklevel=3)
+        _CPU_CHOICES[k] = out = (rec["choice"], how, rec)
+        return out
+
 # %% ../nbs/00_core.ipynb #1e5a02aa
 def file_digest(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
     "sha256 of a file's bytes."
@@ -220,6 +423,6 @@ def provenance(params: Mapping | None = None, seed: int | None = None, data: Map
            "git": git_info(code_dir or (Path(__file__).parent if "__file__" in globals() else ".")),
            "params": dict(params or {}), "seed": seed, "data": dict(data or {}), "packages": package_versions(),
            "host": {"platform": platform.platform(), "cpus": os.cpu_count()},
-           "runtime": (runtime or Runtime.detect()).describe(), **peak_memory_mb()}
+           "runtime": (runtime or Runtime.detect(measure=False)).describe(), **peak_memory_mb()}
     if started is not None: rec["wall_s"] = round(time.time() - started, 3)
     return rec

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from .core import write_text
+from .core import write_bytes, write_text
 from .runs import table_markdown
 from .repro import load_batch, project_root
 
@@ -148,6 +148,14 @@ def build_report(batch: str, root: str | os.PathLike | None = None, out: str | o
     # our numbers beside the paper's
     for comp in comps or []:
         if comp["run"] not in {r.name for r in b.runs}: continue
+        if comp.get("figure"):   # a figure of a run, copied beside the report so the committed report shows it
+            src = runs_dir / comp["run"] / f"{comp['figure']}.png"
+            if not src.is_file(): continue
+            report_dir = (Path(out) if out else runs_dir / "REPORT.md").parent
+            dest = report_dir / "figures" / f"{b.name}-{comp['run']}-{comp['figure']}.png"
+            write_bytes(dest, src.read_bytes())
+            lines += [f"## {comp['title']}", "", comp.get("note", ""), "", f"![{comp['title']}]({dest.relative_to(report_dir).as_posix()})", ""]
+            continue
         ours = _read_table(runs_dir / comp["run"], comp["table"])
         if ours is None: continue
         if not comp.get("paper_values"):  # a table of ours with nothing in the papers to set beside it

@@ -65,3 +65,21 @@ def test_build_report_from_run_folders(tmp_path):
     (run / "cost.json").write_text(json.dumps({"train_s": {"moco-default": 600.0}, "train_s_in_run": {"moco-default": 600.0}}))
     text = build_report("t", tmp_path, tmp_path / "REPORT.md")
     assert "12.5 min, 10.0 of them training zoo models" in text and "from scratch costs about 12 min" in text
+
+
+def test_report_shows_a_runs_figure(tmp_path):
+    "A comparison entry with `figure` copies the run's PNG beside the report and links it; a missing figure is skipped."
+    import json
+    from invariances.report import build_report
+    (tmp_path / "settings.ini").write_text("")
+    for d in ("repro/batches", "nbs/experiments", "repro/runs/t/rec"): (tmp_path / d).mkdir(parents=True)
+    (tmp_path / "nbs/experiments/rec.ipynb").write_text("{}")
+    (tmp_path / "repro/batches/t.yaml").write_text("description: a test\nruns:\n  - {name: rec, notebook: rec.ipynb}\n")
+    (tmp_path / "repro/comparisons.yaml").write_text(yaml.safe_dump([
+        {"title": "Curve", "note": "a curve", "run": "rec", "figure": "curve"},
+        {"title": "Absent", "run": "rec", "figure": "absent"}]))
+    png = b"\x89PNG\r\n\x1a\n fake"
+    (tmp_path / "repro/runs/t/rec/curve.png").write_bytes(png)
+    text = build_report("t", tmp_path, tmp_path / "repro/REPORT.md")
+    assert "## Curve" in text and "![Curve](figures/t-rec-curve.png)" in text and "Absent" not in text
+    assert (tmp_path / "repro/figures/t-rec-curve.png").read_bytes() == png

@@ -5,15 +5,18 @@
 # %% ../../nbs/74_health.ipynb #784be0ef
 from __future__ import annotations
 
-import json
+import json, time
 
 from .. import zoo
 from ..core import Runtime, write_json
-from .readouts import knn_accuracy
+from ..data.imageset import ImageSet
+from .linear import linear_readout_train_test
+from .readouts import KNNResult, knn_accuracy
 from ..features import extract_features
 
 # %% auto #0
-__all__ = ['HEALTH_IMAGES', 'DEFAULT_HEALTH_IMAGES', 'health_protocol', 'model_health']
+__all__ = ['HEALTH_IMAGES', 'DEFAULT_HEALTH_IMAGES', 'health_protocol', 'health_sets', 'encoder_knn', 'model_health',
+           'KNNMonitor']
 
 # %% ../../nbs/74_health.ipynb #43cdb28e
 HEALTH_IMAGES = {"smoke": (256, 128)}   # (reference, held-out) images per profile; every other profile: DEFAULT_HEALTH_IMAGES
@@ -23,7 +26,23 @@ def health_protocol(profile, k: int = 20, temperature: float = 0.07) -> dict:
     "The readout protocol of a profile's health records (what a cached record must match to be reused)."
     n_ref, n_test = HEALTH_IMAGES.get(zoo.get_profile(profile).name, DEFAULT_HEALTH_IMAGES)
     return {"readout": "knn", "k": k, "temperature": temperature, "layer": "pooled backbone", "n_ref": n_ref,
-            "ref_split": "train", "ref_seed": 1, "n_test": n_test, "test_split": "test", "test_seed": 2}
+            "ref_split": "train", "ref_seed": 1, "n_test": n_test, "test_split": "test", "test_seed": 2,
+            "linear": {"protocol": "train-test+cv5-stratified", "wds": "logspace(-6, 5, 45)", "cv_seed": 0}}
+
+def health_sets(profile, root=None, protocol: dict | None = None) -> tuple[ImageSet, ImageSet]:
+    "The labelled reference images and the held-out query images of `profile`'s health protocol."
+    p = zoo.get_profile(profile)
+    protocol = protocol or health_protocol(p)
+    ref = zoo.dataset(p, protocol["ref_split"], protocol["n_ref"], root, seed=protocol["ref_seed"])
+    test = zoo.dataset(p, protocol["test_split"], protocol["n_test"], root, seed=protocol["test_seed"])
+    return ref, test
+
+def encoder_knn(encoder, ref: ImageSet, test: ImageSet, k: int = 20, temperature: float = 0.07,
+                runtime: Runtime | None = None) -> KNNResult:
+    "k-NN accuracy of `encoder`'s pooled features: `test` images classified against the labelled `ref` images."
+    features = lambda images: extract_features(encoder, images, runtime=runtime, progress=False).features
+    return knn_accuracy(features(ref), ref.meta["target"].to_numpy(), features(test), test.meta["target"].to_numpy(),
+                        k, temperature)
 
 def model_health(name: str, profile="cpu", seed: int = 0, root=None, runtime: Runtime | None = None,
                  k: int = 20, temperature: float = 0.07) -> dict:
@@ -35,10 +54,32 @@ def model_health(name: str, profile="cpu", seed: int = 0, root=None, runtime: Ru
         record = json.loads(path.read_text())
         if record.get("protocol") == protocol: return record
     encoder = zoo.get(name, p, seed, root, runtime=runtime, progress=False)
-    ref = zoo.dataset(p, protocol["ref_split"], protocol["n_ref"], root, seed=protocol["ref_seed"])
-    test = zoo.dataset(p, protocol["test_split"], protocol["n_test"], root, seed=protocol["test_seed"])
-    features = lambda images: extract_features(encoder, images, runtime=runtime, progress=False).features
-    r = knn_accuracy(features(ref), ref.meta["target"].to_numpy(), features(test), test.meta["target"].to_numpy(), k, temperature)
-    record = {"protocol": protocol, "knn_accuracy": r.accuracy, "chance": r.chance}
+    ref, test = health_sets(p, root, protocol)
+    fr, ft = (extract_features(encoder, s, runtime=runtime, progress=False).features for s in (ref, test))
+    yr, yt = ref.meta["target"].to_numpy(), test.meta["target"].to_numpy()
+    r = knn_accuracy(fr, yr, ft, yt, k, temperature)
+    lin = linear_readout_train_test(fr, yr, ft, yt, seed=protocol["linear"]["cv_seed"])   # wd chosen by 5-fold CV on ref
+    record = {"protocol": protocol, "knn_accuracy": r.accuracy, "linear_accuracy": lin.score, "linear_wd": lin.best_wd,
+              "chance": r.chance}
     write_json(path, record)
     return record
+
+
+# %% ../../nbs/74_health.ipynb #8c9e02b8
+class KNNMonitor:
+    "Online k-NN accuracy for `fit(..., on_checkpoint=monitor)`: `records` lists `{step, train_seconds, knn_accuracy}`."
+    def __init__(self, ref: ImageSet, test: ImageSet, k: int = 20, temperature: float = 0.07, runtime: Runtime | None = None):
+        self.ref, self.test, self.k, self.temperature, self.runtime = ref, test, k, temperature, runtime
+        self.records: list[dict] = []
+        self.start()
+
+    def start(self):
+        "Restart the clock (e.g. after building the method and measuring the untrained network)."
+        self._t0, self._spent = time.perf_counter(), 0.0
+
+    def __call__(self, step: int, method) -> None:
+        t = time.perf_counter()
+        encoder = method.encoder() if hasattr(method, "encoder") else method
+        r = encoder_knn(encoder, self.ref, self.test, self.k, self.temperature, self.runtime)
+        self.records.append({"step": int(step), "train_seconds": t - self._t0 - self._spent, "knn_accuracy": r.accuracy})
+        self._spent += time.perf_counter() - t

@@ -41,9 +41,10 @@ def training_table(records: Mapping[str, dict], profile, seed: int = 0, labels: 
     for name, r in records.items():
         row = {"model": labels.get(name, name), "steps": r.get("steps", 0), "minutes": r.get("train_seconds", 0) / 60,
                "loss, first 50 steps": r.get("first_loss", np.nan), "loss, last 50 steps": r.get("last_loss", np.nan),
-               "chance loss ln(1+K)": chance(name), "accuracy, last 50 steps": r.get("last_acc", np.nan),
+               "chance loss": chance(name), "accuracy, last 50 steps": r.get("last_acc", np.nan),
                "best 50-step accuracy": r.get("peak_acc", np.nan)}
         if health: row |= {"k-NN accuracy (held out)": health.get(name, {}).get("knn_accuracy", np.nan),
-                           "k-NN chance": health.get(name, {}).get("chance", np.nan)}
+                           "linear accuracy (held out)": health.get(name, {}).get("linear_accuracy", np.nan),
+                           "chance (held out)": health.get(name, {}).get("chance", np.nan)}
         rows.append(row)
     return pd.DataFrame(rows).set_index("model")

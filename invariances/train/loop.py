@@ -8,7 +8,7 @@ from __future__ import annotations
 import math, os, random, time
 from dataclasses import dataclass, asdict, fields
 from pathlib import Path
-from typing import Any, ClassVar, Mapping, Protocol, runtime_checkable
+from typing import Any, Callable, ClassVar, Mapping, Protocol, runtime_checkable
 
 import numpy as np
 import torch
@@ -143,13 +143,15 @@ def _gather_generator_states(gen: torch.Generator) -> list[torch.Tensor]:
 
 def fit(method: nn.Module, train_set: ImageSet, config: LoopConfig, out_dir: str | os.PathLike,
         run_config: Mapping | None = None, runtime: Runtime | None = None, progress: bool = True,
-        interrupt_at: int | None = None) -> dict:
+        interrupt_at: int | None = None, on_checkpoint: Callable[[int, nn.Module], None] | None = None) -> dict:
     """Train `method` on `train_set`; checkpoint/resume in `out_dir`.
 
     Returns `{'history': [...], 'steps': T, 'resumed_from': s, 'train_seconds': wall time summed over all sessions}`.
 
     `run_config` identifies the run (a checkpoint from another config in `out_dir` is an error).
-    `interrupt_at`: for tests, raise `KeyboardInterrupt` before that step, as a kill would (no extra checkpoint)."""
+    `interrupt_at`: for tests, raise `KeyboardInterrupt` before that step, as a kill would (no extra checkpoint).
+    `on_checkpoint(step, method)`: called on rank 0 after every checkpoint is written (e.g. an online k-NN monitor);
+    the method is switched back to training mode afterwards."""
     if not isinstance(train_set, ImageSet): raise TypeError(f"train_set must be an ImageSet, got {type(train_set).__name__}")
     runtime = init_distributed(runtime)
     rank, world, _ = world_info()
@@ -221,7 +223,10 @@ def fit(method: nn.Module, train_set: ImageSet, config: LoopConfig, out_dir: str
                 bar.set_postfix(loss=f"{history[-1]['loss']:.4f}", img_s=f"{n_since / (now - t_last):.0f}", refresh=False)
                 t_last, n_since = now, 0
             bar.update(1)
-        if step % config.checkpoint_every == 0 or step == total: save(step)
+        if step % config.checkpoint_every == 0 or step == total:
+            save(step)
+            if on_checkpoint is not None and rank == 0:
+                on_checkpoint(step, method); method.train()
     if bar is not None: bar.close()
     if rank == 0 and (resumed_from < total or not (out_dir / "history.json").is_file()):
         write_json(out_dir / "history.json", history)
@@ -267,8 +272,8 @@ class Profile:
 
 PROFILES = {
     "smoke": Profile("smoke", "synthetic-objects", 512, 32, width=0.125, batch_size=32, steps=4, checkpoint_every=2),
-    "cpu": Profile("cpu", "synthetic-objects", 20_000, 64, width=0.5, steps=500),
-    "real": Profile("real", "tiny-imagenet", None, 64, width=0.5, steps=500),
+    "cpu": Profile("cpu", "synthetic-objects", 20_000, 64, width=0.25, batch_size=256, steps=300),  # nbs/experiments/cpu_recipe.ipynb
+    "real": Profile("real", "tiny-imagenet", None, 64, width=0.5, steps=500),   # nbs/experiments/cpu_recipe.ipynb, real batch
     "gpu": Profile("gpu", "imagenet", None, 224, arch="resnet50", batch_size=256, steps=None, epochs=200, checkpoint_every=1000),
 }
 
@@ -303,11 +308,13 @@ class EncoderConfig(LoopConfig):
         return cls(**({k: getattr(profile, k) for k in _FROM_PROFILE} | cls.SCALES.get(profile.name, {}) | overrides))
 
 def train_encoder(method: nn.Module, method_name: str, train_set: ImageSet, config: EncoderConfig,
-                  out_dir: str | os.PathLike, runtime: Runtime | None = None, progress: bool = True):
+                  out_dir: str | os.PathLike, runtime: Runtime | None = None, progress: bool = True,
+                  on_checkpoint: Callable[[int, nn.Module], None] | None = None):
     "`fit` a method (resumable in `out_dir`), save its encoder to `out_dir/backbone.pt` (rank 0), return the encoder."
     started = time.time()
     run_config = {"method": method_name, **asdict(config)}
-    out = fit(method, train_set, config, out_dir, run_config=run_config, runtime=runtime, progress=progress)
+    out = fit(method, train_set, config, out_dir, run_config=run_config, runtime=runtime, progress=progress,
+              on_checkpoint=on_checkpoint)
     enc = method.encoder()
     if world_info()[0] == 0:
         save_backbone(enc, Path(out_dir) / "backbone.pt", extra={

@@ -47,8 +47,9 @@ def method_config(name: str, profile: str | Profile, **overrides):
 
 # %% ../../nbs/59_methods.ipynb #b8a74e4b
 def train(method: str, train_set: ImageSet | None, config: EncoderConfig, out_dir: str | os.PathLike, policy=None,
-          runtime: Runtime | None = None, progress: bool = True) -> Encoder:
-    "Train `method` on `train_set` with `config` (resumable in `out_dir`), write `out_dir/backbone.pt`, return the encoder."
+          runtime: Runtime | None = None, progress: bool = True, on_checkpoint=None) -> Encoder:
+    """Train `method` on `train_set` with `config` (resumable in `out_dir`), write `out_dir/backbone.pt`, return the encoder.
+    `on_checkpoint(step, method)` is called after every checkpoint (see `fit`), e.g. an online k-NN monitor."""
     entry = get_method(method)
     if not isinstance(config, entry.config):
         raise TypeError(f"method {method!r} needs a {entry.config.__name__}, got {type(config).__name__}")
@@ -58,7 +59,8 @@ def train(method: str, train_set: ImageSet | None, config: EncoderConfig, out_di
         return enc
     runtime = init_distributed(runtime)
     if policy is None: policy = get_policy(config.policy, config.image_size)
-    return train_encoder(entry.method.build(config, policy, train_set), method, train_set, config, out_dir, runtime, progress)
+    return train_encoder(entry.method.build(config, policy, train_set), method, train_set, config, out_dir, runtime, progress,
+                         on_checkpoint)
 
 def train_moco(train_set: ImageSet, config: MocoConfig, out_dir: str | os.PathLike, policy=None,
                runtime: Runtime | None = None, progress: bool = True) -> Encoder:

@@ -12,14 +12,16 @@ from functools import partial
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+import torch.distributed as dist
 
 from ..core import run_concurrently
 from ..data.imageset import ImageSet
 from ..models import Encoder, ProjectionHead, encoder_from_state_dict
-from .loop import EncoderConfig, all_gather_cat
+from .loop import EncoderConfig, all_gather_cat, is_distributed
 
 # %% auto #0
-__all__ = ['moco_logits', 'infonce_loss', 'enqueue', 'momentum_update', 'SplitBatchNorm', 'MocoConfig', 'MoCo']
+__all__ = ['moco_logits', 'infonce_loss', 'batch_infonce_loss', 'enqueue', 'momentum_update', 'SplitBatchNorm', 'MocoConfig',
+           'MoCo']
 
 # %% ../../nbs/51_moco.ipynb #ba4d2503
 def moco_logits(q: torch.Tensor, k: torch.Tensor, queue: torch.Tensor, temperature: float) -> torch.Tensor:
@@ -36,6 +38,16 @@ def infonce_loss(q: torch.Tensor, k: torch.Tensor, queue: torch.Tensor, temperat
     With `return_logits`, `(loss, logits)`: the method logs its contrastive accuracy from the same logits."""
     logits = moco_logits(q.float(), k.float(), queue.float(), temperature)
     loss = F.cross_entropy(logits, torch.zeros(len(q), dtype=torch.long, device=q.device))
+    return (loss, logits) if return_logits else loss
+
+def batch_infonce_loss(q: torch.Tensor, keys: torch.Tensor, temperature: float = 0.2, offset: int = 0,
+                       return_logits: bool = False):
+    """InfoNCE without a queue: query `i` must pick key `offset + i` among all `keys` of the batch (from every process,
+    `offset` = this process's first row); the other keys are the negatives. Logits `(N, len(keys))`."""
+    if q.shape[1] != keys.shape[1] or not 0 <= offset <= len(keys) - len(q):
+        raise ValueError(f"shapes do not match: q {tuple(q.shape)}, keys {tuple(keys.shape)}, offset {offset}")
+    logits = q.float() @ keys.float().t() / temperature
+    loss = F.cross_entropy(logits, offset + torch.arange(len(q), device=q.device))
     return (loss, logits) if return_logits else loss
 
 # %% ../../nbs/51_moco.ipynb #473f14fc
@@ -101,16 +113,17 @@ class MocoConfig(EncoderConfig):
             raise ValueError(f"batch_size {self.batch_size} must be divisible by bn_splits {self.bn_splits}")
         if not 0 <= self.key_momentum < 1: raise ValueError(f"key_momentum must be in [0, 1), got {self.key_momentum}")
         if self.temperature <= 0: raise ValueError(f"temperature must be > 0, got {self.temperature}")
+        if self.queue_size < 0: raise ValueError(f"queue_size must be >= 0 (0: the batch's other keys are the negatives), got {self.queue_size}")
 
-    SCALES = {"smoke": dict(lr=0.06, queue_size=128, key_momentum=0.99, bn_splits=2),
-              "cpu": dict(lr=0.06, queue_size=4096, key_momentum=0.99, bn_splits=4),
-              "real": dict(lr=0.06, queue_size=4096, key_momentum=0.99, bn_splits=4),
+    SCALES = {"smoke": dict(lr=0.06, queue_size=0, key_momentum=0.99, bn_splits=2),      # the cpu recipe, in small
+              "cpu": dict(lr=0.06, queue_size=0, key_momentum=0.99, bn_splits=4),        # chosen in cpu_recipe.ipynb
+              "real": dict(lr=0.06, queue_size=0, key_momentum=0.99, bn_splits=4),        # chosen in cpu_recipe.ipynb (real batch)
               "gpu": dict(lr=0.03, queue_size=65_536, key_momentum=0.999, bn_splits=8)}
 
     @property
     def chance_loss(self) -> float:
-        "The InfoNCE loss of a model that cannot tell its positive key from the queue: ln(1 + K)."
-        return math.log(1 + self.queue_size)
+        "The InfoNCE loss of a model that cannot tell its positive from the negatives: ln(1 + K), or ln(B) without a queue."
+        return math.log(1 + self.queue_size) if self.queue_size else math.log(self.batch_size)
 
 # %% ../../nbs/51_moco.ipynb #1b5a5b43
 class MoCo(nn.Module):
@@ -149,9 +162,15 @@ class MoCo(nn.Module):
         @torch.no_grad()
         def keys(): return F.normalize(self.head_k(self.encoder_k(view_k[perm])).float(), dim=1)[torch.argsort(perm)]
         q, k = run_concurrently(queries, keys, device=x.device)
-        loss, logits = infonce_loss(q, k, self.queue.clone().detach(), self.config.temperature, return_logits=True)
-        enqueue(self.queue, self.queue_ptr, all_gather_cat(k))
-        return loss, {"acc": (logits.detach().argmax(1) == 0).float().mean()}
+        if self.config.queue_size:
+            loss, logits = infonce_loss(q, k, self.queue.clone().detach(), self.config.temperature, return_logits=True)
+            enqueue(self.queue, self.queue_ptr, all_gather_cat(k))
+            target = 0
+        else:  # no queue: the other keys of the whole batch (every process) are the negatives
+            offset = dist.get_rank() * len(q) if is_distributed() else 0
+            loss, logits = batch_infonce_loss(q, all_gather_cat(k), self.config.temperature, offset, return_logits=True)
+            target = offset + torch.arange(len(q), device=q.device)
+        return loss, {"acc": (logits.detach().argmax(1) == target).float().mean()}
 
     def after_step(self):
         momentum_update(nn.ModuleList([self.encoder_k, self.head_k]), nn.ModuleList([self.encoder_q, self.head_q]),
