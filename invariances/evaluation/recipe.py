@@ -36,7 +36,7 @@ def recipe_run(name: str, profile="cpu", overrides: dict | None = None, evaluati
     if not isinstance(evaluations, int) or evaluations < 1: raise ValueError(f"evaluations must be an int >= 1, got {evaluations!r}")
     cfg = method_config("moco", p, seed=seed, **overrides)
     scale = dataclasses.replace(p, image_size=cfg.image_size)     # the data at the recipe's image size
-    protocol = health_protocol(scale)
+    protocol = {k: v for k, v in health_protocol(scale).items() if k != "linear"}   # the recipe reads out k-NN only
     key = config_key({"recipe": RECIPE_VERSION, "config": asdict(cfg) | {"checkpoint_every": None},
                       "evaluations": evaluations, "n_train": p.n_train, "protocol": protocol,
                       "data": zoo.data_identity(scale, root)})
@@ -45,7 +45,7 @@ def recipe_run(name: str, profile="cpu", overrides: dict | None = None, evaluati
     if record_path.is_file() and not rerun: return json.loads(record_path.read_text())
     train_set = zoo.dataset(scale, "train", p.n_train, root)
     cfg = dataclasses.replace(cfg, checkpoint_every=max(1, -(-cfg.total_steps(len(train_set)) // evaluations)))
-    monitor = KNNMonitor(*health_sets(scale, root, protocol), runtime=runtime)
+    monitor = KNNMonitor(*health_sets(scale, root, protocol), protocol["k"], protocol["temperature"], runtime=runtime)
     torch.manual_seed(seed)
     method = MoCo.build(cfg, get_policy(cfg.policy, cfg.image_size), train_set)
     monitor(0, method); monitor.start()
