@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
         results = run_batch(batch, only, a.force, a.out, root, timeout=a.timeout)
         out = Path(a.out or root / "repro" / "runs" / batch.name)
         text = build_report(batch.name, root, out / "REPORT.md", runs_dir=out)
-        if a.report: write_text(Path(a.report), text)
+        if a.report: build_report(batch.name, root, Path(a.report), runs_dir=out)   # its figures are copied beside it
     except (FileNotFoundError, ValueError, RuntimeError) as e:
         print(f"invariances-repro: error: {e}", file=sys.stderr); return 2
     print("\n" + summary_markdown(batch, results))
