@@ -43,8 +43,12 @@ def _check_trajectories(y_codes, t_codes, t_labels, n_traj, allow_singletons):
 
 # %% ../../nbs/41_ris.ipynb #c75ff4cb
 def _sort_units(h: np.ndarray) -> torch.Tensor:
-    "Each unit's values sorted: `h` (N, B) -> (B, N) tensor with ascending rows."
-    return torch.from_numpy(np.sort(np.ascontiguousarray(h.T, dtype=np.float32), axis=1))
+    "Each unit's values sorted: `h` (N, B) -> (B, N) tensor with ascending rows, in the dtype of `h`."
+    return torch.from_numpy(np.sort(np.ascontiguousarray(h.T), axis=1))
+
+def _order_index(n: int, p: float) -> int:
+    "The authors' threshold index into each unit's ascending sort: int(N * p // 100), the same float operations."
+    return int((n * p) // 100)
 
 def _percentiles_sorted(hs: torch.Tensor, q) -> torch.Tensor:
     "Linear-interpolation percentiles (q in [0, 100], shape (Q,)) of every row of the row-sorted `hs` (B, N) -> (Q, B)."
@@ -57,41 +61,44 @@ def _count_above(hs: torch.Tensor, thr: torch.Tensor) -> torch.Tensor:
     "Number of entries strictly above `thr` (Q, B) in every row of the sorted `hs` (B, N) -> (Q, B)."
     return (hs.shape[1] - torch.searchsorted(hs, thr.T.contiguous(), right=True)).T
 
+def _count_at_least(hs: torch.Tensor, thr: torch.Tensor) -> torch.Tensor:
+    "Number of entries >= `thr` (Q, B) in every row of the sorted `hs` (B, N) -> (Q, B)."
+    return (hs.shape[1] - torch.searchsorted(hs, thr.T.contiguous(), right=False)).T
+
 def _count_below(hs: torch.Tensor, thr: torch.Tensor) -> torch.Tensor:
     return torch.searchsorted(hs, thr.T.contiguous(), right=False).T
 
 # %% ../../nbs/41_ris.ipynb #89e8c173
 def _segment_sum(values: torch.Tensor, codes: torch.Tensor, n: int) -> torch.Tensor:
     "Sum the rows of `values` (N, B) into `n` segments given by `codes` (N,)."
-    return torch.zeros((n, values.shape[1]), dtype=torch.float32).index_add_(0, codes, values.to(torch.float32))
+    return torch.zeros((n, values.shape[1]), dtype=torch.float64).index_add_(0, codes, values.to(torch.float64))
 
 def _traj_rates(fire, ctx):
     "Firing count and fraction per trajectory, (T, B) each: a sparse (T, N) one-hot matrix times the boolean firing (N, B)."
-    c = torch.from_numpy(np.asarray(ctx["traj_matrix"] @ fire.numpy().view(np.uint8), dtype=np.float32))
+    c = torch.from_numpy(np.asarray(ctx["traj_matrix"] @ fire.numpy().view(np.uint8), dtype=np.float64))
     return c, c / ctx["size"][:, None]
 
 def _mean_over(rate, mask, groups, n_groups):
     "Mean of `rate` (T, B) over the trajectories of each group where `mask` (T, B) holds; 0 where none does."
-    m = mask.to(torch.float32)
+    m = mask.to(torch.float64)
     num = _segment_sum(rate * m, groups, n_groups); den = _segment_sum(m, groups, n_groups)
     return torch.where(den > 0, num / den.clamp_min(1), torch.zeros_like(num))
 
 def _block_authors(h, hs, ctx):
-    n = h.shape[0]
-    p = ctx["percentile"]
-    thr = _percentiles_sorted(hs, [p, 100 - p])                               # (2, B): top and bottom tail thresholds
-    c_hi, _ = _traj_rates(h > thr[0], ctx)
-    c_lo, _ = _traj_rates(h < thr[1], ctx)
+    n = h.shape[0]; m = ctx["order_index"]
+    t_hi, t_lo = hs[:, m], hs[:, n - 1 - m]                                  # (B,) each: plain order statistics
+    c_hi, _ = _traj_rates(h > t_hi, ctx)                                      # strict comparisons inside trajectories
+    c_lo, _ = _traj_rates(h < t_lo, ctx)
     c = torch.maximum(c_hi, c_lo)                                             # sign per (trajectory, unit): the larger count
-    mask = (c > 0) & ctx["long_enough"][:, None]                             # at least one image fires; >= min size
+    mask = (c > 0) & ctx["long_enough"][:, None]                             # the unit fires at least once; >= 3 images
     L = _mean_over(c / ctx["size"][:, None], mask, ctx["traj_target"], ctx["n_targets"])
-    G = _count_above(hs, thr[:1]).to(torch.float32) / n                     # positive-sign normaliser, (1, B)
-    return L, G.expand_as(L), (G > 0).expand_as(L)
+    G = _count_at_least(hs, t_hi[None]).to(torch.float64) / n               # >= against the top threshold, (1, B), >= 1/N
+    return L, G.expand_as(L), torch.ones_like(L, dtype=torch.bool)
 
 def _block_paper(h, hs, ctx):
     n = h.shape[0]; py = ctx["prior"]                                          # P(y), (C,)
     t_hi = _percentiles_sorted(hs, 100 * (1 - py)); t_lo = _percentiles_sorted(hs, 100 * py)   # (C, B) each
-    G_hi = _count_above(hs, t_hi).to(torch.float32) / n; G_lo = _count_below(hs, t_lo).to(torch.float32) / n
+    G_hi = _count_above(hs, t_hi).to(torch.float64) / n; G_lo = _count_below(hs, t_lo).to(torch.float64) / n
     y = ctx["y"]                                                              # every image against its own class threshold
     _, r_hi = _traj_rates(h > t_hi[y], ctx)
     _, r_lo = _traj_rates(h < t_lo[y], ctx)
@@ -104,7 +111,7 @@ def _block_paper(h, hs, ctx):
 def _block_goodfellow(h, hs, ctx):
     n = h.shape[0]
     thr = _percentiles_sorted(hs, [99.0, 1.0])
-    G_hi = _count_above(hs, thr[:1]).to(torch.float32) / n; G_lo = _count_below(hs, thr[1:]).to(torch.float32) / n
+    G_hi = _count_above(hs, thr[:1]).to(torch.float64) / n; G_lo = _count_below(hs, thr[1:]).to(torch.float64) / n
     zeros = torch.zeros(ctx["n_traj"], dtype=torch.long)                     # one pooled group: all targets
     L = []
     for fire in (h > thr[0], h < thr[1]):
@@ -128,16 +135,16 @@ class RISResult:
     "Top-K RIS of one representation: tidy tables plus the per-unit quantities behind them."
     variant: str
     ks: tuple
-    table: pd.DataFrame          # one row per (target, K): ris, max_ris, ris_pct
+    table: pd.DataFrame          # one row per (target, K): ris, max_ris (the ris that is 100 %), ris_pct = 100 ris / max_ris
     overall: pd.DataFrame        # one row per K: mean over targets
     invariance: np.ndarray       # I_y(i), (targets, D); NaN for dropped units
     local_rate: np.ndarray       # L_y(i), (targets, D)
-    global_rate: np.ndarray      # G(i) (or G_y(i)) of the chosen sign, (targets, D)
+    global_rate: np.ndarray      # G(i) (authors: top tail, >=; paper: G_y(i) of the chosen sign), (targets, D)
     targets: np.ndarray          # target labels of the rows (-1 for goodfellow)
     params: dict = field(default_factory=dict)
 
     def score(self, k: int) -> float:
-        "Overall Top-k RIS in % of the maximum."
+        "Overall Top-k RIS in %: for `authors` the number the authors' code prints, otherwise % of the top-K mean of 1/G."
         row = self.overall[self.overall.K == k]
         if row.empty: raise ValueError(f"K={k} not computed; available: {list(self.ks)}")
         return float(row.ris_pct.iloc[0])
@@ -163,9 +170,11 @@ def representation_invariance_score(features, targets, trajectories, ks: Sequenc
                                     block_units: int | None = None) -> RISResult:
     """Top-K RIS (Purushwalkam & Gupta 2020) of `features` (N, D) given per-sample `targets` and `trajectories` (N,).
 
-    `variant`: 'authors' (default), 'paper' or 'goodfellow' (see the table above). `firing_percentile` overrides the
-    'authors' percentile p (default min((1 - 1/n_targets) * 100, 95)). `min_trajectory_size`: trajectories with fewer
-    images are skipped (default 3 for 'authors', 2 otherwise). `constant_units`: 'raise' or 'drop' units whose G is 0."""
+    `variant`: 'authors' (default: what the authors' code computes, the paper's numbers), 'paper' (App. A as written) or
+    'goodfellow' (see the definitions above). `firing_percentile` overrides the 'authors' percentile p (default
+    min((1 - 1/n_targets) * 100, 95)). `min_trajectory_size`: trajectories with fewer images are skipped (default 3 for
+    'authors', 2 otherwise). `constant_units`: 'raise' or 'drop' units whose G is 0 ('paper' and 'goodfellow' only:
+    under 'authors' G >= 1/N). float64 features are compared in float64, any other dtype in float32."""
     if variant not in RIS_VARIANTS: raise ValueError(f"unknown RIS variant {variant!r}; choose one of {RIS_VARIANTS}")
     if constant_units not in ("raise", "drop"): raise ValueError(f"constant_units must be 'raise' or 'drop', got {constant_units!r}")
     h_np = as_features(features, min_samples=2)
@@ -179,17 +188,19 @@ def representation_invariance_score(features, targets, trajectories, ks: Sequenc
     min_size = int(min_trajectory_size if min_trajectory_size is not None else (3 if variant == "authors" else 2))
     long_enough = size >= max(min_size, 2)
     if not long_enough.any(): raise ValueError(f"no trajectory has >= {max(min_size, 2)} samples (sizes: {np.unique(size).tolist()})")
-    p = float(firing_percentile if firing_percentile is not None else min((1 - 1 / n_targets) * 100, 95))
+    p = float(firing_percentile if firing_percentile is not None else min((1.0 - 1.0 / n_targets) * 100, 95))
     if not 0 < p < 100: raise ValueError(f"firing_percentile must be in (0, 100), got {p}")
     import scipy.sparse
-    ctx = dict(t=torch.from_numpy(t), traj_matrix=scipy.sparse.csr_matrix((np.ones(n, np.float32), (t, np.arange(n))), shape=(n_traj, n)), y=torch.from_numpy(y), size=torch.from_numpy(size).float(), n_traj=n_traj,
+    ctx = dict(traj_matrix=scipy.sparse.csr_matrix((np.ones(n, np.float32), (t, np.arange(n))), shape=(n_traj, n)),
+               y=torch.from_numpy(y), size=torch.from_numpy(size).double(), n_traj=n_traj,
                traj_target=torch.from_numpy(traj_target), n_targets=n_targets, long_enough=torch.from_numpy(long_enough),
-               percentile=p, prior=torch.from_numpy(np.bincount(y, minlength=n_targets) / n))
+               order_index=_order_index(n, p), prior=torch.from_numpy(np.bincount(y, minlength=n_targets) / n))
     rows = 1 if variant == "goodfellow" else n_targets
-    L = np.zeros((rows, d), np.float32); G = np.zeros((rows, d), np.float32); ok = np.zeros((rows, d), bool)
+    L = np.zeros((rows, d)); G = np.zeros((rows, d)); ok = np.zeros((rows, d), bool)
+    dtype = np.float64 if h_np.dtype == np.float64 else np.float32
     block = int(block_units or max(1, 2**25 // n))
     for j in range(0, d, block):
-        hb = np.ascontiguousarray(h_np[:, j:j + block], dtype=np.float32)
+        hb = np.ascontiguousarray(h_np[:, j:j + block], dtype=dtype)
         h, hs = torch.from_numpy(hb), _sort_units(hb)
         Lb, Gb, okb = _BLOCKS[variant](h, hs, ctx)
         L[:, j:j + block], G[:, j:j + block], ok[:, j:j + block] = Lb.numpy(), Gb.numpy(), okb.numpy()
@@ -207,9 +218,13 @@ def representation_invariance_score(features, targets, trajectories, ks: Sequenc
     tgt = np.array([-1]) if variant == "goodfellow" else y_labels
     recs, over = [], []
     for k in ks:
-        ris, mx = _topk_mean(I, k), _topk_mean(I_max, k)
-        recs.append(pd.DataFrame({"target": tgt, "K": k, "ris": ris, "max_ris": mx, "ris_pct": 100 * ris / mx}))
-        over.append({"K": k, "ris": ris.mean(), "max_ris": mx.mean(), "ris_pct": 100 * ris.mean() / mx.mean()})
+        ris = _topk_mean(I, k)
+        if variant == "authors":                                              # the nominal (100 - p) of the authors' code
+            mx = np.full_like(ris, 100 / (100 - p)); pct, pct_all = ris * (100 - p), ris.mean() * (100 - p)
+        else:                                                                 # % of the top-K mean of 1/G ("all L = 1")
+            mx = _topk_mean(I_max, k); pct, pct_all = 100 * ris / mx, 100 * ris.mean() / mx.mean()
+        recs.append(pd.DataFrame({"target": tgt, "K": k, "ris": ris, "max_ris": mx, "ris_pct": pct}))
+        over.append({"K": k, "ris": ris.mean(), "max_ris": mx.mean(), "ris_pct": pct_all})
     params = dict(variant=variant, ks=ks, firing_percentile=p if variant == "authors" else None, min_trajectory_size=min_size,
                   n_samples=n, n_units=d, n_targets=n_targets, n_trajectories=int(n_traj),
                   n_trajectories_used=int(long_enough.sum()), dropped_units=dead.tolist())
