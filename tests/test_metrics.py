@@ -26,17 +26,17 @@ def naive_ris(h, y, traj, k, variant):
     I, Imax = np.zeros((rows, d)), np.zeros((rows, d))
     for i in range(d):
         col = h[:, i]
-        if variant == "authors":
-            p = min((1 - 1 / len(targets)) * 100, 95)
-            hi, lo = np.percentile(col, p), np.percentile(col, 100 - p)
-            G = np.mean(col > hi)
+        if variant == "authors":    # order statistics int(N*p//100) of the ascending and descending sorts, G with >=
+            p = min((1 - 1 / len(targets)) * 100, 95); o = int((n * p) // 100)
+            hi, lo = np.sort(col)[o], np.sort(col)[::-1][o]
+            G = np.mean(col >= hi)
             for a, yy in enumerate(targets):
                 rates = []
                 for t, m in members.items():
                     if traj_y[t] != yy or len(m) < min_size: continue
                     c = max(np.sum(col[m] > hi), np.sum(col[m] < lo))
                     if c: rates.append(c / len(m))
-                I[a, i], Imax[a, i] = (np.mean(rates) if rates else 0.0) / G, 1 / G
+                I[a, i], Imax[a, i] = (np.mean(rates) if rates else 0.0) / G, 100 / (100 - p)   # 100 % = the nominal 1/G
             continue
         groups = [(a, yy) for a, yy in enumerate(targets)] if variant == "paper" else [(0, None)]
         for a, yy in groups:
@@ -91,8 +91,9 @@ def test_ris_shuffle_lowers_and_permutations_keep():
 def test_ris_bad_input():
     h, y, traj = trajectories(20, 3, 8, seed=1)
     with pytest.raises(ValueError, match="unknown RIS variant"): representation_invariance_score(h, y, traj, ks=3, variant="x")
-    with pytest.raises(ValueError, match="constant units"):
-        hc = h.copy(); hc[:, 2] = 0; representation_invariance_score(hc, y, traj, ks=3)
+    hc = h.copy(); hc[:, 2] = 0
+    with pytest.raises(ValueError, match="constant units"): representation_invariance_score(hc, y, traj, ks=3, variant="paper")
+    assert (representation_invariance_score(hc, y, traj, ks=3).invariance[:, 2] == 0).all()   # authors: G = 1, never fires
     with pytest.raises(ValueError, match="NaN/inf"):
         hn = h.copy(); hn[0, 0] = np.nan; representation_invariance_score(hn, y, traj, ks=3)
     with pytest.raises(ValueError, match="trajectories has"): representation_invariance_score(h, y, traj[1:], ks=3)
