@@ -212,7 +212,9 @@ _MIN_SLICE = 8  # images per thread below which a CPU batch is not worth splitti
 
 def _refuse_nonfinite(x: torch.Tensor, policy: str):
     "Raise if the image batch `x` holds NaN/inf values: their count and the first image that holds one."
-    if isinstance(x, torch.Tensor) and x.is_floating_point() and not torch.isfinite(x).all():
+    if not (isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel()): return
+    lo, hi = torch.aminmax(x.detach())      # NaN propagates, an inf shows: one pass (isfinite(x).all() is ~20x slower on a CPU)
+    if not bool(lo.isfinite() & hi.isfinite()):
         bad = ~torch.isfinite(x.detach())
         first = int(bad.flatten(1).any(1).nonzero()[0])
         raise ValueError(f"policy {policy!r}: the input batch of {x.shape[0]} images holds {int(bad.sum())} NaN/inf values "
