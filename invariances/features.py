@@ -168,6 +168,12 @@ def extract_features(model: nn.Module, images, layer: str | nn.Module | None = N
                     x = transform(x)
                     if not isinstance(x, torch.Tensor) or x.shape[0] != len(meta):
                         raise ValueError(f"transform must return a tensor batch of {len(meta)} images, got {type(x).__name__} {getattr(x, 'shape', '')}")
+                lims = torch.aminmax(x) if x.numel() else None   # NaN propagates, an inf shows: one cheap pass per batch
+                if lims is not None and not bool(lims.min.isfinite() & lims.max.isfinite()):
+                    bad = ~torch.isfinite(x); start = sum(map(len, metas))
+                    raise ValueError(f"image batch {len(metas)} (rows {start} to {start + len(meta) - 1}) holds {int(bad.sum())} NaN/inf "
+                                     f"values{' after `transform`' if transform is not None else ''} "
+                                     f"(first in row {start + int(bad.flatten(1).any(1).nonzero()[0])})")
                 if normalize: x = (x - mean) / std
                 captured.clear()
                 with runtime.autocast():

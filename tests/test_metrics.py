@@ -121,9 +121,64 @@ def test_group_and_acr_invariant_by_construction():
     rng = np.random.default_rng(2)
     ref = rng.normal(size=(200, 8)); st = ReferenceStats.fit(ref)
     views = np.repeat(rng.normal(size=(5, 8)), 4, axis=0); groups = np.repeat(np.arange(5), 4)
-    res = group_invariance(st, views, groups, include_diagonal=True)
+    res = group_invariance(st, views, groups)
     np.testing.assert_allclose(res.per_group.cosine, 1, atol=1e-5); np.testing.assert_allclose(res.per_group.mahalanobis, 0, atol=1e-5)
+    # k = 3 = C - 1: every other view of the image is among the nearest, the ceiling (C - 1) / k = 1
     assert average_confusion_ratio(views + 1e-5 * rng.normal(size=views.shape), groups, k=3) == pytest.approx(1.0)
+
+
+def test_group_invariance_matches_naive_double_loop():
+    "Real-world sets (Ericsson et al.'s code): distance over distinct pairs i < j, cosine over all m x m pairs, diagonal included."
+    rng = np.random.default_rng(3)
+    d = 6; a = rng.normal(size=(d, d)); ref = rng.normal(size=(120, d)) @ a      # 20 images per dimension: no shrinkage
+    st = ReferenceStats.fit(ref)
+    assert st.shrinkage == 0
+    vi = np.linalg.inv(np.cov(ref, rowvar=False)); g = np.linalg.cholesky(vi); mean = ref.mean(0)
+    groups = np.array(["stereo"] * 2 + ["turntable"] * 5 + ["lamp"] * 3)
+    feats = rng.normal(size=(len(groups), d)) @ a
+    res = group_invariance(st, feats, groups).per_group.set_index("group")
+    for name in np.unique(groups):
+        v = feats[groups == name]; m = len(v)
+        dist = [scipy_mahalanobis(v[i], v[j], vi) for i in range(m) for j in range(m) if i < j]
+        z = [(mean - f) @ g for f in v]
+        cos = [z[i] @ z[j] / np.linalg.norm(z[i]) / np.linalg.norm(z[j]) for i in range(m) for j in range(m)]
+        assert res.loc[name, "mahalanobis"] == pytest.approx(np.mean(dist), rel=1e-4)
+        assert res.loc[name, "cosine"] == pytest.approx(np.mean(cos), abs=1e-5)
+        assert (res.loc[name, "n_pairs_distance"], res.loc[name, "n_pairs_cosine"]) == (m * (m - 1), m * m)
+    # a stereo pair: its distance is the one pair's, its cosine (1 + 1 + 2 c) / 4 with c the pair's cosine
+    za, zb = ((mean - f) @ g for f in feats[:2])
+    c = za @ zb / np.linalg.norm(za) / np.linalg.norm(zb)
+    assert res.loc["stereo", "mahalanobis"] == pytest.approx(scipy_mahalanobis(feats[0], feats[1], vi), rel=1e-4)
+    assert res.loc["stereo", "cosine"] == pytest.approx((2 + 2 * c) / 4, abs=1e-5)
+
+
+def test_acr_hand_worked():
+    """4 images x C = 2 views on the unit circle (degrees): A 0, 20; B 12, 50; C 90, 95; D 142, 200.
+    Nearest other views (angular distance) and how many are of the same image:
+      k = 1: A0 -> B12 (12) no; A20 -> B12 (8) no; B12 -> A20 (8) no; B50 -> A20 (30) no; C90 -> C95 (5) yes;
+             C95 -> C90 yes; D142 -> C95 (47) no; D200 -> D142 (58) yes                       -> ACR_1 = 3/8
+      k = 2: A0 {B12, A20} 1/2; A20 {B12, A0} 1/2; B12 {A20, A0} 0; B50 {A20 (30), B12 (38)} 1/2; C90 {C95, B50 (40)} 1/2;
+             C95 {C90, B50 (45)} 1/2; D142 {C95 (47), C90 (52)} 0; D200 {D142, C95 (105)} 1/2  -> ACR_2 = 3/8
+      k = 3 reaches each image's single other view: every view 1/3, the ceiling (C - 1)/k       -> ACR_3 = 1/3
+    Wang et al.'s code (k = 1, the first view of each image as anchor: A0, B12, C90, D142) counts the confused ones: 3/4."""
+    ang = np.deg2rad([0, 20, 12, 50, 90, 95, 142, 200]); src = list("AABBCCDD")
+    x = np.c_[np.cos(ang), np.sin(ang)]
+    assert average_confusion_ratio(x, src, k=1) == pytest.approx(3 / 8)
+    np.testing.assert_allclose(average_confusion_ratio(x, src, k=2, reduce=False), [.5, .5, 0, .5, .5, .5, 0, .5])
+    assert average_confusion_ratio(x, src, k=3) == pytest.approx(1 / 3)
+    assert 1 - average_confusion_ratio(x, src, k=1, anchors="first") == pytest.approx(3 / 4)
+
+
+def test_extract_features_refuses_nonfinite_images():
+    model = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten())
+    x = torch.rand(9, 3, 8, 8, generator=torch.Generator().manual_seed(0)); x[7, 1, 2, 2] = float("-inf"); x[8, 0, 0, 0] = float("nan")
+    batches = [(x[i:i + 3], pd.DataFrame({"image": range(i, i + 3)})) for i in range(0, 9, 3)]
+    with pytest.raises(ValueError, match=r"image batch 2 \(rows 6 to 8\) holds 2 NaN/inf values \(first in row 7\)"):
+        extract_features(model, batches, progress=False)
+    ok = ImageSet((x[:6].clamp(0, 1).permute(0, 2, 3, 1) * 255).byte().numpy())
+    blow_up_last = lambda b: torch.cat([b[:-1], b[-1:] * float("inf")])          # inf * 0 = NaN, inf * x = inf
+    with pytest.raises(ValueError, match=r"image batch 0 \(rows 0 to 3\) holds 192 NaN/inf values after `transform` \(first in row 3\)"):
+        extract_features(model, ok, batch_size=4, transform=blow_up_last, progress=False)
 
 
 # ---------------------------------------------------------------- the experiment path, end to end

@@ -53,3 +53,28 @@ def test_jigsaw_reproducible():
     a, p = jig(x, new_generator(0))
     b, _ = jig(x, params=p)
     assert torch.equal(a, b) and a.shape == (3, 9, 3, jig.patch, jig.patch)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_policies_refuse_nonfinite_images(device):
+    "Every policy, through __call__ and apply, and the LooC views, refuse NaN/inf images with the count and first image."
+    x = torch.rand(6, 3, 40, 40, generator=torch.Generator().manual_seed(0)).to(device)
+    x[4, 1, 2, 3] = float("nan"); x[5, 0, 0, 0] = float("inf")
+    for name in POLICIES:
+        pol = get_policy(name, 32)
+        with pytest.raises(ValueError, match=rf"policy '{name}': the input batch of 6 images holds 2 NaN/inf values \(first in image 4"):
+            pol(x, new_generator(0))
+        with pytest.raises(ValueError, match="holds 2 NaN/inf values"):
+            pol.apply(x, pol.sample(6, new_generator(0), 40, 40))
+    with pytest.raises(ValueError, match="holds 2 NaN/inf values"):
+        looc_views(x, get_policy("looc_color_rotation_texture", 32), generator=new_generator(0))
+
+
+def test_posterize_grid_follows_appendix_b():
+    "App. B: bits 1-7 plus the unaugmented 8-bit image (8 values, identity first); the authors' code used bits 1-7 only."
+    t = get_transform("posterize")
+    assert t.grid(256).tolist() == [8, 1, 2, 3, 4, 5, 6, 7] and t.grid(3).tolist() == t.grid(256).tolist()
+    x = torch.rand(2, 3, 16, 16, generator=torch.Generator().manual_seed(0))
+    assert torch.equal(t.apply(x, t.identity), x)
+    q = (x * 255).round()                                               # 1 bit: each channel value 0 or 128
+    assert torch.equal(t.apply(x, torch.tensor(1.0)), torch.where(q >= 128, 128.0, 0.0) / 255)

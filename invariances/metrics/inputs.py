@@ -9,7 +9,7 @@ import numpy as np
 import torch
 
 # %% auto #0
-__all__ = ['as_features', 'as_paired']
+__all__ = ['as_features', 'as_paired', 'as_groups']
 
 # %% ../../nbs/40_inputs.ipynb #893a931c
 def as_features(x, name: str = "features", dim: int | None = None, min_samples: int = 0,
@@ -39,3 +39,15 @@ def as_paired(a, b, names: tuple[str, str] = ("a", "b")) -> tuple[np.ndarray, np
     for name, v in ((na, a), (nb, b)):
         if not np.isfinite(v).all(): raise ValueError(f"{name} contains {int((~np.isfinite(v)).sum())} NaN/inf values")
     return a, b
+
+
+def as_groups(groups, n: int, name: str = "groups", min_size: int = 1, why: str = ""):
+    "Labels of `n` feature rows as `(labels, codes, sizes)` (`np.unique` order), every group with >= `min_size` rows, or a clear error."
+    g = np.asarray(groups)
+    if g.shape != (n,): raise ValueError(f"{name} has shape {g.shape}, features have {n} rows (one label per row expected)")
+    labels, codes, sizes = np.unique(g, return_inverse=True, return_counts=True)
+    small = sizes < min_size
+    if small.any():
+        raise ValueError(f"{int(small.sum())} {name} have fewer than {min_size} rows{why}: {labels[small][:10].tolist()}")
+    return labels, codes.reshape(-1), sizes
+

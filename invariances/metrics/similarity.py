@@ -5,7 +5,7 @@
 # %% ../../nbs/42_similarity.ipynb #56fdb2e1
 from __future__ import annotations
 
-import io
+import io, warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,11 +15,11 @@ import scipy.linalg
 import torch
 
 from ..core import atomic_path
-from .inputs import as_features
+from .inputs import as_features, as_groups
 
 # %% auto #0
-__all__ = ['ReferenceStats', 'TransformInvariance', 'transform_invariance', 'paired_invariance', 'GroupInvariance',
-           'group_invariance', 'alignment', 'uniformity', 'average_confusion_ratio']
+__all__ = ['UNREGULARISED_MIN_RATIO', 'ReferenceStats', 'TransformInvariance', 'transform_invariance', 'paired_invariance',
+           'GroupInvariance', 'group_invariance', 'alignment', 'uniformity', 'average_confusion_ratio']
 
 # %% ../../nbs/42_similarity.ipynb #6fdcc3b6
 def _default_device(device=None) -> torch.device:
@@ -36,6 +36,8 @@ def _ledoit_wolf_shrinkage(emp_cov: np.ndarray, sq_norms: np.ndarray) -> float:
     beta = min(beta, delta)
     return 0.0 if beta == 0 else float(beta / delta)
 
+UNREGULARISED_MIN_RATIO = 4   # shrinkage='auto': no regulariser with at least this many reference images per dimension
+
 @dataclass
 class ReferenceStats:
     "Mean, (shrunk) covariance and whitening matrix G of a reference feature set."
@@ -49,11 +51,14 @@ class ReferenceStats:
     def dim(self) -> int: return len(self.mean)
 
     @classmethod
-    def fit(cls, features, shrinkage: str | float = "ledoit-wolf", chunk: int = 8192) -> "ReferenceStats":
-        "Fit on reference `features` (N, D); `shrinkage` = 'ledoit-wolf', or alpha in [0, 1] (0 = no regulariser)."
+    def fit(cls, features, shrinkage: str | float = "auto", chunk: int = 8192) -> "ReferenceStats":
+        """Fit on reference `features` (N, D). `shrinkage`: 'auto' (0 if N >= UNREGULARISED_MIN_RATIO * D, else
+        Ledoit-Wolf), 'ledoit-wolf', or alpha in [0, 1] (0 = no regulariser, the authors' recipe)."""
         x = as_features(features, "reference features")
         n, d = x.shape
         if n < 2: raise ValueError(f"reference features need at least 2 samples, got {n}")
+        if isinstance(shrinkage, str) and shrinkage not in ("auto", "ledoit-wolf"):
+            raise ValueError(f"shrinkage must be 'auto', 'ledoit-wolf' or a float in [0, 1], got {shrinkage!r}")
         mean = x.mean(axis=0, dtype=np.float64)
         cov = np.zeros((d, d)); sq_norms = np.zeros(n)
         for i in range(0, n, chunk):                                   # float64 accumulation, bounded memory
@@ -62,23 +67,23 @@ class ReferenceStats:
         cov /= n - 1
         mu = np.trace(cov) / d
         if mu <= 0: raise ValueError("reference features have zero variance in every dimension (constant features)")
-        if isinstance(shrinkage, str):
-            if shrinkage != "ledoit-wolf": raise ValueError(f"shrinkage must be 'ledoit-wolf' or a float in [0, 1], got {shrinkage!r}")
-            alpha = _ledoit_wolf_shrinkage(cov * (n - 1) / n, sq_norms)
+        ledoit_wolf = lambda: _ledoit_wolf_shrinkage(cov * (n - 1) / n, sq_norms)
+        if shrinkage == "auto": alpha = 0.0 if n >= UNREGULARISED_MIN_RATIO * d else ledoit_wolf()
+        elif shrinkage == "ledoit-wolf": alpha = ledoit_wolf()
         else:
             alpha = float(shrinkage)
             if not 0 <= alpha <= 1: raise ValueError(f"shrinkage must be in [0, 1], got {alpha}")
-        cov_a = (1 - alpha) * cov + alpha * mu * np.eye(d)
-        try:
-            c = np.linalg.cholesky(cov_a)                                   # cov = C C^T; inv(cov) = C^-T C^-1
-            c_inv = scipy.linalg.solve_triangular(c, np.eye(d), lower=True)
-            precision = c_inv.T @ c_inv
-            whitener = np.linalg.cholesky((precision + precision.T) / 2)
-        except np.linalg.LinAlgError:
-            rank = np.linalg.matrix_rank(cov)
-            raise ValueError(f"the reference covariance is singular (rank {rank} < D={d}; {n} samples): "
-                             f"use shrinkage='ledoit-wolf' or a shrinkage > 0") from None
-        return cls(mean, cov_a, whitener, alpha, n)
+        shrunk = lambda a: (1 - a) * cov + a * mu * np.eye(d)
+        whitener = _whitener(shrunk(alpha))
+        if whitener is None and shrinkage == "auto" and alpha == 0:
+            alpha = ledoit_wolf()
+            warnings.warn(f"the reference covariance is singular (rank {np.linalg.matrix_rank(cov)} < D={d}) although there are "
+                          f"{n} >= {UNREGULARISED_MIN_RATIO} x {d} samples; using Ledoit-Wolf shrinkage (alpha={alpha:.3g}) instead")
+            whitener = _whitener(shrunk(alpha))
+        if whitener is None:
+            raise ValueError(f"the reference covariance is singular (rank {np.linalg.matrix_rank(cov)} < D={d}; {n} samples, "
+                             f"shrinkage {alpha}): use shrinkage='ledoit-wolf' or a shrinkage > 0")
+        return cls(mean, shrunk(alpha), whitener, alpha, n)
 
     def whiten(self, features, device=None, chunk: int = 16384) -> np.ndarray:
         "z = (mean - f) G for every row of `features` (N, D) -> float32 (N, D)."
@@ -123,6 +128,16 @@ class ReferenceStats:
         if not path.is_file(): raise FileNotFoundError(f"reference statistics file {path} does not exist")
         z = np.load(path)
         return cls(z["mean"], z["cov"], z["whitener"], float(z["shrinkage"]), int(z["n"]))
+
+def _whitener(cov: np.ndarray) -> np.ndarray | None:
+    "Lower Cholesky factor G of inv(cov) (G G^T = inv(cov)), or None if `cov` is not positive definite."
+    try:
+        c = np.linalg.cholesky(cov)                                     # cov = C C^T; inv(cov) = C^-T C^-1
+        c_inv = scipy.linalg.solve_triangular(c, np.eye(len(cov)), lower=True)
+        precision = c_inv.T @ c_inv
+        return np.linalg.cholesky((precision + precision.T) / 2)
+    except np.linalg.LinAlgError:
+        return None
 
 def _cos(za: torch.Tensor, zb: torch.Tensor) -> torch.Tensor:
     num = (za * zb).sum(-1); den = za.norm(dim=-1) * zb.norm(dim=-1)
@@ -200,28 +215,26 @@ def paired_invariance(stats: ReferenceStats, clean, transformed, on: str = "imag
 @dataclass
 class GroupInvariance:
     "Per-group mean over all pairs of views of Mahalanobis distance and whitened cosine."
-    per_group: pd.DataFrame    # group, mahalanobis, cosine, n_views, n_pairs
+    per_group: pd.DataFrame    # group, mahalanobis, cosine, n_views, n_pairs_distance, n_pairs_cosine (ordered pairs)
 
     def summary(self) -> dict:
         return {"mahalanobis": float(np.nanmean(self.per_group.mahalanobis)), "cosine": float(np.nanmean(self.per_group.cosine)),
                 "n_groups": int(len(self.per_group))}
 
-def group_invariance(stats: ReferenceStats, features, groups, include_diagonal: bool = True, device=None,
-                     group_chunk: int = 256) -> GroupInvariance:
-    "All-pairs Mahalanobis distance and whitened cosine within each group of views (one group per object)."
+def group_invariance(stats: ReferenceStats, features, groups, distance_diagonal: bool = False, cosine_diagonal: bool = True,
+                     device=None, group_chunk: int = 256) -> GroupInvariance:
+    """Per group of views (one group per object): the Mahalanobis distance averaged over distinct pairs (torch.pdist, the
+    authors' code) and the whitened cosine over all m x m pairs, diagonal included (their double loop)."""
     x = as_features(features, "features", stats.dim)
-    g = np.asarray(groups)
-    if g.shape != (len(x),): raise ValueError(f"groups has shape {g.shape}, features have {len(x)} rows")
-    labels, codes = np.unique(g, return_inverse=True)
-    sizes = np.bincount(codes)
-    if not include_diagonal and (sizes < 2).any():
-        raise ValueError(f"groups with a single view have no off-diagonal pairs: {labels[sizes < 2][:10].tolist()}; "
-                         "use include_diagonal=True or drop them")
+    need_two = not (distance_diagonal and cosine_diagonal)
+    labels, codes, sizes = as_groups(groups, len(x), "groups", 2 if need_two else 1,
+                                     " (a single view has no distinct pairs; drop it, or include the diagonal)")
     device = _default_device(device)
     z = torch.cat(list(stats._whiten_iter(x, device, 16384)))
     order = np.argsort(codes, kind="stable"); starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
     slot = np.arange(len(x)) - np.repeat(starts, sizes)                      # position of each view in its group
     m = int(sizes.max()); out_d, out_c = [], []
+    off_diagonal = ~torch.eye(m, dtype=torch.bool, device=device)
     for g0 in range(0, len(labels), group_chunk):
         g1 = min(g0 + group_chunk, len(labels))
         sel = (codes[order] >= g0) & (codes[order] < g1)
@@ -230,17 +243,19 @@ def group_invariance(stats: ReferenceStats, features, groups, include_diagonal: 
         pad[torch.as_tensor(codes[rows] - g0, device=device), torch.as_tensor(slot[sel], device=device)] = z[torch.as_tensor(rows, device=device)]
         valid = torch.as_tensor(np.arange(m)[None] < sizes[g0:g1, None], device=device)
         pair = valid[:, :, None] & valid[:, None, :]
-        if not include_diagonal: pair &= ~torch.eye(m, dtype=torch.bool, device=device)
+        pair_d = pair if distance_diagonal else pair & off_diagonal
+        pair_c = pair if cosine_diagonal else pair & off_diagonal
         dist = torch.cdist(pad, pad, compute_mode="donot_use_mm_for_euclid_dist")
         u = pad / pad.norm(dim=-1, keepdim=True)                              # NaN for a view exactly at the mean
         cos = u @ u.transpose(1, 2)
-        npair = pair.sum((1, 2)).double()
-        out_d.append((torch.where(pair, dist, 0).sum((1, 2)).double() / npair).cpu())
-        okc = pair & cos.isfinite()
+        out_d.append((torch.where(pair_d, dist, 0).sum((1, 2)).double() / pair_d.sum((1, 2)).double()).cpu())
+        okc = pair_c & cos.isfinite()
         out_c.append((torch.where(okc, cos, 0).sum((1, 2)).double() / okc.sum((1, 2)).double()).cpu())
-    n_pairs = sizes**2 if include_diagonal else sizes * (sizes - 1)
+    ordered = lambda diagonal: sizes**2 if diagonal else sizes * (sizes - 1)
     return GroupInvariance(pd.DataFrame({"group": labels, "mahalanobis": torch.cat(out_d).numpy(), "cosine": torch.cat(out_c).numpy(),
-                                         "n_views": sizes, "n_pairs": n_pairs}))
+                                         "n_views": sizes, "n_pairs_distance": ordered(distance_diagonal),
+                                         "n_pairs_cosine": ordered(cosine_diagonal)}))
+
 
 # %% ../../nbs/42_similarity.ipynb #8a2414cb
 def _unit_rows(x: torch.Tensor) -> torch.Tensor:
@@ -268,19 +283,24 @@ def uniformity(x, t: float = 2.0, chunk: int = 2048) -> float:
     return float(torch.logsumexp(torch.stack(lse), 0) - np.log(n * (n - 1) / 2))
 
 # %% ../../nbs/42_similarity.ipynb #0e271139
-def average_confusion_ratio(features, source, k: int = 10, chunk: int = 1024, device=None, reduce: bool = True):
-    "ACR_k: mean fraction of each view's k nearest other views (cosine) that share its source image."
-    x = as_features(features, "features"); src = np.asarray(source)
-    if src.shape != (len(x),): raise ValueError(f"source has shape {src.shape}, features have {len(x)} rows")
+def average_confusion_ratio(features, source, k: int = 10, anchors: str = "all", chunk: int = 1024, device=None,
+                            reduce: bool = True):
+    """ACR_k (Wang et al. 2022, as Ericsson et al. Table C.1 report it): the mean share of each anchor view's k nearest other
+    views (cosine, among all rows of `features`) that share its `source` image. `anchors`: 'all' views, or the 'first' view
+    of each source in row order (Wang et al.'s code). `reduce=False` returns the per-anchor shares."""
+    if anchors not in ("all", "first"): raise ValueError(f"anchors must be 'all' or 'first', got {anchors!r}")
+    x = as_features(features, "features")
+    _, s, _ = as_groups(source, len(x), "sources", 2, " (a view needs at least one other view of its image)")
     if not 1 <= k < len(x): raise ValueError(f"k must be in [1, {len(x) - 1}], got {k}")
-    _, s = np.unique(src, return_inverse=True)
+    rows = np.arange(len(x)) if anchors == "all" else np.sort(np.unique(s, return_index=True)[1])
     device = _default_device(device)
     u = _unit_rows(torch.as_tensor(x, dtype=torch.float32, device=device)); s_t = torch.as_tensor(s, device=device)
     out = []
-    for i in range(0, len(u), chunk):
-        sim = u[i:i + chunk] @ u.T
-        sim[torch.arange(len(sim), device=device), torch.arange(i, i + len(sim), device=device)] = -torch.inf   # not itself
+    for i in range(0, len(rows), chunk):
+        r = torch.as_tensor(rows[i:i + chunk], device=device)
+        sim = u[r] @ u.T
+        sim[torch.arange(len(r), device=device), r] = -torch.inf               # a view is not its own neighbour
         nn = sim.topk(k, dim=1).indices
-        out.append((s_t[nn] == s_t[i:i + len(sim), None]).float().mean(1).cpu())
+        out.append((s_t[nn] == s_t[r, None]).double().mean(1).cpu())
     v = torch.cat(out).numpy()
     return float(v.mean()) if reduce else v
