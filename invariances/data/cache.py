@@ -133,13 +133,13 @@ def check_entry(folder: Path, verify: bool = True, expect: Mapping | None = None
     return m
 
 def open_array(folder: Path, name: str, m: Mapping) -> np.ndarray:
-    "The `.npy` file `name` of a checked entry, memory-mapped read-only, its shape and dtype checked against the manifest."
+    "The `.npy` file `name` of a checked entry, memory-mapped read-only, its shape (and dtype, when recorded) checked against the manifest."
     p = Path(folder) / name; rec = m["files"][name]
-    shape, dtype = rec.get("shape", m.get("shape")), rec.get("dtype", "uint8")   # older manifests record only the images' shape
+    shape, dtype = rec.get("shape", m.get("shape")), rec.get("dtype")   # older manifests record only the images' shape
     try: a = np.load(p, mmap_mode="r")
     except (OSError, ValueError) as e: raise CacheError(f"{p} is unreadable: {type(e).__name__}: {e}") from e
-    if list(a.shape) != shape or str(a.dtype) != dtype:
-        raise CacheError(f"{p} is {a.dtype} {list(a.shape)}, its manifest says {dtype} {shape}")
+    if list(a.shape) != shape or dtype is not None and str(a.dtype) != dtype:
+        raise CacheError(f"{p} is {a.dtype} {list(a.shape)}, its manifest says {dtype or 'shape'} {shape}")
     return a
 
 def read_entry(folder: Path, verify: bool = True, expect: Mapping | None = None, need: Sequence[str] = ("images.npy",),
@@ -148,7 +148,9 @@ def read_entry(folder: Path, verify: bool = True, expect: Mapping | None = None,
     `check_entry`, then the images' shape and dtype. Raises `CacheError` (or `StaleEntry`) naming what disagrees."""
     m = check_entry(folder, verify, expect, tuple(dict.fromkeys(("images.npy", *need))), manifest)
     if m is None: return None
-    return open_array(folder, "images.npy", m), m
+    images = open_array(folder, "images.npy", m)
+    if images.dtype != np.uint8: raise CacheError(f"{folder / 'images.npy'} is {images.dtype}, not uint8")
+    return images, m
 
 def warn_damaged(what: str, where: Path, error: Exception, action: str = "rebuilding it"):
     "The one message of a damaged entry: what it belongs to, its path, what is wrong, what happens now."
