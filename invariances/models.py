@@ -163,7 +163,8 @@ def read_checkpoint(path, map_location="cpu"):
     if not path.is_file(): raise FileNotFoundError(f"no checkpoint at {path}")
     try: return torch.load(path, map_location=map_location, weights_only=True)
     except Exception as e:   # torch raises RuntimeError, EOFError, UnpicklingError, BadZipFile ... depending on the damage
-        raise CheckpointError(f"{path} is not a readable checkpoint ({type(e).__name__}: {str(e).strip()[:300] or 'no message'})") from e
+        first = (str(e).strip().splitlines() or ["no message"])[0].split(". ")[0][:200]   # torch's first sentence; the whole error stays the cause
+        raise CheckpointError(f"{path} is not a readable checkpoint ({type(e).__name__}: {first})") from e
 
 def sidecar_path(path) -> Path: return Path(path).with_suffix(".json")
 

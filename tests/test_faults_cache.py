@@ -50,6 +50,7 @@ def damaged_call(fn, *expected):
         out = fn()
     msgs = [str(x.message) for x in w if issubclass(x.category, CacheWarning)]
     assert msgs, "the damage went unreported"
+    print("\n".join(["", *msgs]))                                 # what the user sees (`pytest -s` shows it)
     for e in expected: assert any(e in m for m in msgs), (e, msgs)
     return out, msgs
 
@@ -168,8 +169,9 @@ def test_truncated_checkpoint_outside_the_zoo_is_named(tmp_path):
     src = zoo.model_dir("random", "smoke")
     shutil.copy(src / "backbone.pt", tmp_path / "b.pt"); shutil.copy(src / "backbone.json", tmp_path / "b.json")
     truncate(tmp_path / "b.pt")
-    with pytest.raises(CheckpointError, match=f"{tmp_path / 'b.pt'} is not a readable checkpoint"):
+    with pytest.raises(CheckpointError, match=f"{tmp_path / 'b.pt'} is not a readable checkpoint") as e:
         load_backbone(tmp_path / "b.pt")
+    print(f"\n{e.type.__name__}: {e.value}")
 
 
 @pytest.mark.slow

@@ -229,14 +229,14 @@ def _decode_one(path: Path, size, box, mode: str, dataset: str) -> np.ndarray:
 
 SOURCES = "sources.json"   # per dataset: path -> [size, mtime_ns, sha256] of every source file hashed so far
 
-def _read_sidecar(path: Path, dataset: str) -> dict:
+def _read_sidecar(path: Path, dataset: str, warn: bool = True) -> dict:
     if not path.is_file(): return {}
     try:
         d = json.loads(path.read_text())
         if not isinstance(d, dict) or not all(isinstance(v, list) and len(v) == 3 for v in d.values()): raise ValueError("not a path -> [size, mtime_ns, sha256] map")
         return d
     except (OSError, ValueError) as e:   # a damaged sidecar costs a re-hash, never a wrong key
-        warnings.warn(f"{dataset}: source digests {path} are unreadable ({e}); hashing the files again", CacheWarning)
+        if warn: warnings.warn(f"{dataset}: source digests {path} are unreadable ({e}); hashing the files again", CacheWarning)
         return {}
 
 def source_digests(paths: Sequence[str], dataset: str = "dataset", workers: int | None = None) -> list[str]:
@@ -255,7 +255,7 @@ def source_digests(paths: Sequence[str], dataset: str = "dataset", workers: int 
     if todo:
         with concurrent.futures.ThreadPoolExecutor(workers or min(4, os.cpu_count() or 1)) as ex:   # hashlib releases the GIL
             for i, d in zip(todo, ex.map(lambda i: file_digest(paths[i]), todo)): out[i] = d
-        known = _read_sidecar(side, dataset)   # another process may have added digests meanwhile
+        known = _read_sidecar(side, dataset, warn=False)   # another process may have added digests meanwhile
         known.update({paths[i]: [*stats[i], out[i]] for i in todo})
         write_json(side, known)
     return out
