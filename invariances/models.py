@@ -19,9 +19,9 @@ from .core import IMAGENET_MEAN, IMAGENET_STD, save_torch, write_json
 
 # %% auto #0
 __all__ = ['ARCHS', 'BackboneConfig', 'make_resnet', 'separable_max_pool2d', 'MaxPool2d', 'Encoder', 'ProjectionHead',
-           'FeatureTaps', 'tap_features', 'FusedEncoder', 'sidecar_path', 'save_backbone', 'load_backbone',
-           'encoder_from_state_dict', 'infer_backbone_config', 'import_moco_checkpoint', 'import_torchvision_weights',
-           'load_public_checkpoint']
+           'FeatureTaps', 'tap_features', 'FusedEncoder', 'CheckpointError', 'read_checkpoint', 'sidecar_path',
+           'save_backbone', 'load_backbone', 'encoder_from_state_dict', 'infer_backbone_config',
+           'import_moco_checkpoint', 'import_torchvision_weights', 'load_public_checkpoint']
 
 # %% ../nbs/30_models.ipynb #27580cb7
 ARCHS = {"resnet18": (tv_resnet.BasicBlock, [2, 2, 2, 2]), "resnet34": (tv_resnet.BasicBlock, [3, 4, 6, 3]),
@@ -154,6 +154,18 @@ class FusedEncoder(nn.Module):
     def forward(self, x): return torch.cat([e(x) for e in self.encoders], dim=1)
 
 # %% ../nbs/30_models.ipynb #6a3b7238
+class CheckpointError(ValueError):
+    "A checkpoint (or its sidecar) that cannot be read: truncated, corrupted, not a torch file, or not a backbone. The message names the file."
+
+def read_checkpoint(path, map_location="cpu"):
+    "`torch.load(path, weights_only=True)`; a missing file is `FileNotFoundError`, any failure to read a `CheckpointError` naming the file."
+    path = Path(path)
+    if not path.is_file(): raise FileNotFoundError(f"no checkpoint at {path}")
+    try: return torch.load(path, map_location=map_location, weights_only=True)
+    except Exception as e:   # torch raises RuntimeError, EOFError, UnpicklingError, BadZipFile ... depending on the damage
+        first = (str(e).strip().splitlines() or ["no message"])[0].split(". ")[0][:200]   # torch's first sentence; the whole error stays the cause
+        raise CheckpointError(f"{path} is not a readable checkpoint ({type(e).__name__}: {first})") from e
+
 def sidecar_path(path) -> Path: return Path(path).with_suffix(".json")
 
 def save_backbone(encoder: Encoder, path, extra: Mapping | None = None) -> Path:
@@ -164,15 +176,19 @@ def save_backbone(encoder: Encoder, path, extra: Mapping | None = None) -> Path:
     return Path(path)
 
 def load_backbone(path, config: BackboneConfig | None = None, map_location="cpu") -> Encoder:
-    "An `Encoder` (eval mode) from a checkpoint written by `save_backbone` (config from the sidecar unless given)."
+    """An `Encoder` (eval mode) from a checkpoint written by `save_backbone` (config from the sidecar unless given).
+    An unreadable checkpoint or sidecar, or weights that do not fit the config, raise `CheckpointError` naming the file."""
     path = Path(path)
     if not path.is_file(): raise FileNotFoundError(f"no checkpoint at {path}")
     if config is None:
         side = sidecar_path(path)
         if not side.is_file(): raise FileNotFoundError(f"no config sidecar {side}; pass `config=BackboneConfig(...)`")
-        config = BackboneConfig(**json.loads(side.read_text())["backbone"])
-    sd = torch.load(path, map_location=map_location, weights_only=True)
-    return encoder_from_state_dict(sd, config)
+        try: config = BackboneConfig(**json.loads(side.read_text())["backbone"])
+        except (ValueError, KeyError, TypeError) as e: raise CheckpointError(f"{side} is not a backbone sidecar ({type(e).__name__}: {e})") from e
+    sd = read_checkpoint(path, map_location)
+    if not isinstance(sd, Mapping): raise CheckpointError(f"{path} holds a {type(sd).__name__}, not a state_dict")
+    try: return encoder_from_state_dict(sd, config)
+    except ValueError as e: raise CheckpointError(f"{path}: {e}") from None
 
 def encoder_from_state_dict(state_dict: Mapping[str, torch.Tensor], config: BackboneConfig) -> Encoder:
     "Build an `Encoder` and load backbone weights (an `fc.*` entry is ignored; anything else missing is an error)."
@@ -198,7 +214,7 @@ def infer_backbone_config(state_dict: Mapping[str, torch.Tensor]) -> BackboneCon
 
 def import_moco_checkpoint(path, map_location="cpu") -> dict[str, torch.Tensor]:
     "Backbone `state_dict` from a MoCo-repository checkpoint (`state_dict` -> `module.encoder_q.*`, head dropped)."
-    ck = torch.load(path, map_location=map_location, weights_only=True)
+    ck = read_checkpoint(path, map_location)
     sd = ck.get("state_dict", ck)
     for prefix in ("module.encoder_q.", "encoder_q."):
         out = {k[len(prefix):]: v for k, v in sd.items() if k.startswith(prefix) and not k.startswith(prefix + "fc")}
@@ -207,7 +223,7 @@ def import_moco_checkpoint(path, map_location="cpu") -> dict[str, torch.Tensor]:
 
 def import_torchvision_weights(path, map_location="cpu") -> dict[str, torch.Tensor]:
     "Backbone `state_dict` from a torchvision ResNet weights file (`fc.*` dropped)."
-    sd = torch.load(path, map_location=map_location, weights_only=True)
+    sd = read_checkpoint(path, map_location)
     if "conv1.weight" not in sd: raise ValueError(f"{path}: not a torchvision ResNet state_dict (no 'conv1.weight')")
     return {k: v for k, v in sd.items() if not k.startswith("fc.")}
 
@@ -216,7 +232,7 @@ def load_public_checkpoint(path, format: str = "auto") -> Encoder:
     path = Path(path)
     if not path.is_file(): raise FileNotFoundError(f"no checkpoint at {path}")
     if format == "auto":
-        ck = torch.load(path, map_location="cpu", weights_only=True)
+        ck = read_checkpoint(path)
         keys = ck.get("state_dict", ck).keys() if isinstance(ck, dict) else []
         format = "moco" if any("encoder_q." in k for k in keys) else "torchvision"
     if format not in ("moco", "torchvision"): raise ValueError(f"format must be 'auto', 'moco' or 'torchvision', got {format!r}")

@@ -12,15 +12,17 @@ from pathlib import Path
 import numpy as np
 
 from .core import Runtime, cache_dir, config_key, data_root, tree_digest, write_json
+from .data.cache import (MANIFEST, CacheError, begin_entry, check_entry, check_file, file_record, finish_entry,
+                                    record_digest, warn_damaged)
 from .data.imageset import ImageSet
-from .models import Encoder, load_backbone
+from .models import CheckpointError, Encoder, load_backbone, read_checkpoint
 from .policies import get_policy
-from .train.loop import PROFILES, Profile, get_profile
+from .train.loop import CHECKPOINT, PROFILES, Profile, get_profile
 from .train.methods import get_method, method_config, train
 
 # %% auto #0
-__all__ = ['DATA', 'REAL_FOLDERS', 'MODELS', 'ZOO_VERSION', 'dataset', 'data_identity', 'model_config', 'model_key', 'model_dir',
-           'get', 'is_cached', 'training_record']
+__all__ = ['DATA', 'REAL_FOLDERS', 'MODELS', 'ZOO_VERSION', 'MODEL_FILES', 'dataset', 'data_identity', 'model_config',
+           'model_key', 'model_dir', 'get', 'is_cached', 'weights_digest', 'training_record']
 
 # %% ../nbs/60_zoo.ipynb #ac3d997a
 def _synthetic_objects(split, n, size, root):
@@ -98,33 +100,86 @@ def _locked(folder: Path):
         try: yield
         finally: fcntl.flock(f, fcntl.LOCK_UN)
 
+MODEL_FILES = ("backbone.pt", "backbone.json", "history.json", "zoo.json")   # what training leaves besides its resume checkpoint
+
+def _label(name: str, p: Profile, seed: int) -> str: return f"zoo model {name!r} (profile {p.name}, seed {seed})"
+
+def _seal(folder: Path, name: str, p: Profile, seed: int) -> dict:
+    "Record the digests of a trained model's files (and of its resume checkpoint, to be trusted on a rebuild)."
+    ck = folder / CHECKPOINT
+    info = {"name": name, "profile": p.name, "seed": seed, "key": folder.name, "checkpoint": file_record(ck) if ck.is_file() else None}
+    return finish_entry(folder, info, [f for f in MODEL_FILES if (folder / f).is_file()])
+
+def _load_verified(folder: Path, name: str, p: Profile, seed: int) -> Encoder | None:
+    "The cached encoder, its files verified by digest; None (after a `CacheWarning`) when damaged, None when not trained."
+    label, weights = _label(name, p, seed), folder / "backbone.pt"
+    try: m = check_entry(folder, need=("backbone.pt", "backbone.json"))
+    except CacheError as e: warn_damaged(label, folder, e, "retraining it"); return None
+    if m is None and not weights.is_file(): return None            # never trained, or stopped before the end (resumed)
+    try: enc = load_backbone(weights).eval()
+    except (CheckpointError, FileNotFoundError) as e: warn_damaged(label, folder, e, "retraining it"); return None
+    if m is None: _seal(folder, name, p, seed)                     # trained before digests were recorded: adopted now
+    return enc
+
+def _clear_for_training(folder: Path, name: str, p: Profile, seed: int):
+    """Before (re)training in `folder`: no manifest, none of the damaged model files, and a resume checkpoint only if it
+    matches its recorded digest (or, without one, if torch can read it); otherwise training starts from step 0."""
+    try: record = json.loads((folder / MANIFEST).read_text()).get("checkpoint")
+    except (OSError, ValueError, AttributeError): record = None
+    begin_entry(folder)
+    for f in MODEL_FILES: (folder / f).unlink(missing_ok=True)
+    ck = folder / CHECKPOINT
+    if not ck.is_file(): return
+    try:
+        if record: check_file(ck, record)
+        else: read_checkpoint(ck)
+    except (CacheError, CheckpointError) as e:
+        warn_damaged(_label(name, p, seed), folder, e, "training it from the start"); ck.unlink()
+
 def get(name: str, profile: str | Profile = "cpu", seed: int = 0, root=None, runtime: Runtime | None = None,
         progress: bool = True) -> Encoder:
-    "The encoder of model `name` at `profile`: loaded from the zoo cache, or trained there first."
+    """The encoder of model `name` at `profile`: loaded from the zoo cache (its files verified by digest), or trained
+    there first. A damaged entry is named in a `CacheWarning` and retrained (resumed from its checkpoint when that is intact)."""
     p = get_profile(profile)
     folder = model_dir(name, p, seed, root)
-    weights = folder / "backbone.pt"
     with _locked(folder):
-        if weights.is_file(): return load_backbone(weights).eval()
+        enc = _load_verified(folder, name, p, seed)
+        if enc is not None: return enc
+        _clear_for_training(folder, name, p, seed)
         cfg, method = model_config(name, p, seed), MODELS[name]["method"]
         trains = get_method(method).trains
         train_set = dataset(p, "train", p.n_train, root) if trains else None
         policy = get_policy(cfg.policy, cfg.image_size) if trains else None
         enc = train(method, train_set, cfg, folder, policy, runtime=runtime, progress=progress)
         write_json(folder / "zoo.json", {"name": name, "profile": asdict(p), "seed": seed, "key": folder.name})
+        _seal(folder, name, p, seed)
         return enc.eval()
 
 def is_cached(name: str, profile: str | Profile = "cpu", seed: int = 0, root=None) -> bool:
     return (model_dir(name, profile, seed, root) / "backbone.pt").is_file()
 
+def weights_digest(name: str, profile: str | Profile = "cpu", seed: int = 0, root=None) -> str | None:
+    "The recorded sha256 of the model's `backbone.pt` (what a record computed from it refers to); None if none is recorded."
+    try: m = json.loads((model_dir(name, profile, seed, root) / MANIFEST).read_text())
+    except (OSError, ValueError): return None
+    rec = m.get("files", {}).get("backbone.pt") if isinstance(m, dict) else None
+    return record_digest(rec) if rec else None
+
 def training_record(name: str, profile: str | Profile = "cpu", seed: int = 0, root=None, window: int = 50) -> dict | None:
-    """What training measured for the cached model, from its sidecar and history; None if it is not trained.
+    """What training measured for the cached model, from its sidecar and history (verified by digest); None if it is
+    not trained, or (with a `CacheWarning`) if those files are damaged: `get` retrains it.
     `train_seconds` is summed over resumed sessions; loss and accuracy (the method's own: contrastive or class) are
     means over the first and last `window` steps, and `peak_acc` is the best such mean, to show how training went."""
-    folder = model_dir(name, profile, seed, root)
-    if not (folder / "backbone.json").is_file(): return None
-    record = {"train_seconds": float(json.loads((folder / "backbone.json").read_text()).get("train_seconds") or 0.0)}
-    history = json.loads((folder / "history.json").read_text()) if (folder / "history.json").is_file() else []
+    p = get_profile(profile)
+    folder = model_dir(name, p, seed, root)
+    try:
+        check_entry(folder, need=("backbone.json",))
+        if not (folder / "backbone.json").is_file(): return None
+        side = json.loads((folder / "backbone.json").read_text())
+        history = json.loads((folder / "history.json").read_text()) if (folder / "history.json").is_file() else []
+    except (CacheError, ValueError) as e:
+        warn_damaged(_label(name, p, seed), folder, e, "zoo.get retrains it"); return None
+    record = {"train_seconds": float(side.get("train_seconds") or 0.0)}
     record["steps"] = len(history)
     if history:
         loss, acc = np.array([h["loss"] for h in history]), np.array([h.get("acc", np.nan) for h in history])

@@ -183,8 +183,13 @@ def test_corrupted_cache_is_rebuilt(tmp_path):
     a = np.array(load_coil100(tmp_path).images)
     for p in Path(os.environ["INVARIANCES_CACHE"], "datasets", "coil-100").glob("*/images.npy"):
         p.write_bytes(p.read_bytes()[: p.stat().st_size // 2])
-    b = load_coil100(tmp_path)
+    with pytest.warns(UserWarning, match=r"decoded images of 'coil-100'.* has \d+ bytes, its manifest says \d+"):
+        b = load_coil100(tmp_path)
     np.testing.assert_array_equal(np.asarray(b.images), a)
+    npy = Path(b.images.filename); raw = bytearray(npy.read_bytes()); raw[-1] ^= 0xFF; npy.write_bytes(bytes(raw))
+    with pytest.warns(UserWarning, match=f"decoded images of 'coil-100': cache entry {re.escape(str(npy.parent))} is damaged"):
+        c = load_coil100(tmp_path)                              # one flipped byte, same size: caught by the digest
+    np.testing.assert_array_equal(np.asarray(c.images), a)
 
 
 # ---------------------------------------------------------------- real data (shared/data)
@@ -233,6 +238,23 @@ def test_real_tiny_imagenet_counts():
     assert (tr.meta.groupby("target").size() == 150).all() and (va.meta.groupby("target").size() == 50).all()
     assert tr.meta.target.nunique() == 100 and tr.images.shape[1:] == (64, 64, 3)
     assert set(tr.meta.wnid) == set(va.meta.wnid)
+
+
+@needs_data
+@pytest.mark.slow
+def test_real_decoded_cache_is_verified_and_keyed_by_content(tmp_path, monkeypatch):
+    "Real files: the entry is keyed by the files' bytes and verified on load; a flipped byte in it is named and decoded again."
+    from invariances.data.cache import source_digests
+    monkeypatch.setenv("INVARIANCES_CACHE", str(tmp_path))
+    va = load_tiny_imagenet(DATA, "val")
+    files = [os.path.join(va.meta.attrs["root"], p) for p in va.meta.path[:3]]
+    import hashlib
+    assert source_digests(files, "tiny-imagenet") == [hashlib.sha256(Path(f).read_bytes()).hexdigest() for f in files]
+    ref = np.array(va.images)
+    npy = Path(va.images.filename); raw = bytearray(npy.read_bytes()); raw[len(raw) // 2] ^= 0xFF; npy.write_bytes(bytes(raw))
+    with pytest.warns(UserWarning, match=f"{re.escape(str(npy))} does not match its sha256"):
+        again = load_tiny_imagenet(DATA, "val")
+    np.testing.assert_array_equal(np.asarray(again.images), ref)
 
 
 @needs_data

@@ -81,3 +81,28 @@ def test_occlusion_is_monotone_at_scale():
     occ = syn.trajectory_set("occlusion", 30, size=64)
     frac = occ.meta.pivot(index="trajectory", columns="level", values="param").values
     assert (np.diff(frac, axis=1) > 0).all()
+
+
+@pytest.mark.parametrize("name", syn.DATASETS)
+def test_every_set_keeps_its_masks(name):
+    "Each rendered set keeps uint8 instance and part label maps of its images' size; asking for them changes no pixel."
+    n = 2 if name.startswith(("trajectory", "transform", "videos", "crops")) else 4
+    s, m = syn.synthetic_dataset(name, n, size=16, seed=2, split="test", with_masks=True)
+    plain = syn.synthetic_dataset(name, n, size=16, seed=2, split="test")
+    np.testing.assert_array_equal(np.asarray(plain.images), np.asarray(s.images))
+    for a in (m.instance, m.parts):
+        assert isinstance(a, np.memmap) and a.dtype == np.uint8 and a.shape == s.images.shape[:3]
+    labels = set(np.unique(m.instance).tolist())
+    assert labels <= {0, syn.MASK_OCCLUDER, *range(1, 6)} and len(labels - {0, syn.MASK_OCCLUDER}) >= 1   # some object is seen
+    obj = (np.asarray(m.instance) > 0) & (np.asarray(m.instance) != syn.MASK_OCCLUDER)
+    assert ((np.asarray(m.parts) > 0) <= obj).all()                                   # parts only on objects
+
+
+def test_masks_match_the_renderer_and_images_are_unchanged():
+    "The kept masks are the renderer's own maps, and the cached images are the renderer's bytes (keeping masks moved no pixel)."
+    s, m = syn.scene_set(6, size=32, seed=4, split="val", with_masks=True)
+    r = render(sample_scene(6, n_objects=(2, 5), seed=syn.split_seed("scenes", 4, "val")), 32)
+    np.testing.assert_array_equal(np.asarray(s.images), r.images.numpy())
+    inst = r.instance.numpy()
+    np.testing.assert_array_equal(np.asarray(m.instance), np.where(inst == OCCLUDER, syn.MASK_OCCLUDER, inst))
+    np.testing.assert_array_equal(np.asarray(m.parts), r.parts.numpy())

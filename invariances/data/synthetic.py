@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import hashlib, json, math, warnings
 from pathlib import Path
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Mapping, NamedTuple, Sequence
 
 import numpy as np
 import pandas as pd
@@ -21,10 +21,10 @@ from .render import (CATEGORIES, LATENT_NAMES, MAX_PARTS, OCCLUDER, RENDERER_VER
                                       camera_frame, category_id, latents, render, sample_scene)
 
 # %% auto #0
-__all__ = ['SPLITS', 'TRAJECTORY_FAMILIES', 'TRANSFORM_KINDS', 'DOWNSTREAM_TASKS', 'DATASETS', 'split_seed', 'cached_imageset',
-           'render_batches', 'object_meta', 'object_set', 'scene_set', 'crop_boxes', 'cropped_boxes_set',
-           'occlusion_levels', 'trajectory_set', 'transform_groups', 'factor_set', 'downstream_set', 'video_set',
-           'synthetic_dataset']
+__all__ = ['SPLITS', 'MASK_OCCLUDER', 'MASKS', 'TRAJECTORY_FAMILIES', 'TRANSFORM_KINDS', 'DOWNSTREAM_TASKS', 'DATASETS',
+           'split_seed', 'Masks', 'cached_imageset', 'render_batches', 'object_meta', 'object_set', 'scene_set',
+           'crop_boxes', 'cropped_boxes_set', 'occlusion_levels', 'trajectory_set', 'transform_groups', 'factor_set',
+           'downstream_set', 'video_set', 'synthetic_dataset']
 
 # %% ../../nbs/12_synthetic.ipynb #eaa7a984
 SPLITS = ("train", "val", "test")
@@ -38,21 +38,44 @@ def split_seed(name: str, seed: int, split: str) -> int:
 def _cache_folder(name: str, params: Mapping) -> Path:
     return cache_dir("synthetic", name, config_key({"name": name, "renderer_version": RENDERER_VERSION, **params}))
 
-def cached_imageset(name: str, params: Mapping, build: Callable[[], ImageSet], verify: bool = True, rebuild: bool = False) -> ImageSet:
+class Masks(NamedTuple):
+    """Per-pixel labels of a rendered set, uint8 `(N,H,W)` each: `instance` (0 background, m + 1 object slot m,
+    `MASK_OCCLUDER` an occluder) and `parts` (an index into `render.PART_NAMES`, 0 background or occluder)."""
+    instance: np.ndarray
+    parts: np.ndarray
+
+MASK_OCCLUDER = 255
+MASKS = Masks._fields
+
+def _masks(out: Mapping[str, torch.Tensor]) -> dict[str, np.ndarray]:
+    return {k: out[k].numpy() for k in MASKS}
+
+def cached_imageset(name: str, params: Mapping, build: Callable, verify: bool = True, rebuild: bool = False,
+                    with_masks: bool = False) -> ImageSet | tuple[ImageSet, Masks]:
     """Load the dataset `name` with `params` from the cache, or `build()` it and store it (`invariances.data.cache.cached_set`
-    in `_cache_folder(name, params)`). `verify` checks sha256 digests (a 20k x 64 x 64 set is ~250 MB: about a second);
-    sizes are always checked. Returns a memory-mapped `ImageSet`."""
-    return cached_set(_cache_folder(name, params), name, build, {"name": name, "params": dict(params), "renderer_version": RENDERER_VERSION},
-                      verify, rebuild, what="synthetic")
+    in `_cache_folder(name, params)`); `build` returns `(ImageSet, {"instance": ..., "parts": ...})`. `verify` checks sha256
+    digests (a 20k x 64 x 64 set with its masks is ~410 MB: about 0.3 s); sizes are always checked. Returns a
+    memory-mapped `ImageSet`, and its `Masks` with `with_masks`."""
+    what = f"synthetic set {name!r} (" + ", ".join(f"{k}={v}" for k, v in params.items()) + ")"
+    out = cached_set(_cache_folder(name, params), name, build, {"name": name, "params": dict(params), "renderer_version": RENDERER_VERSION},
+                     verify, rebuild, what=what, arrays=MASKS if with_masks else ())
+    return (out[0], Masks(**out[1])) if with_masks else out
 
 # %% ../../nbs/12_synthetic.ipynb #dfd7a28d
+def _label_map(k: str, v: torch.Tensor) -> torch.Tensor:
+    "The renderer's int16 masks as the stored uint8 label maps."
+    if k == "instance": v = torch.where(v == OCCLUDER, MASK_OCCLUDER, v)
+    return v.to(torch.uint8)
+
 def render_batches(scene: Scene, size: int = 64, batch: int = 512, device: str | torch.device = "cpu", keep=("boxes",)):
-    "Render `scene` in batches; returns uint8 images `(N,H,W,3)` (numpy) and the concatenated fields in `keep` (torch, CPU)."
+    """Render `scene` in batches; returns uint8 images `(N,H,W,3)` (numpy) and the concatenated fields in `keep` (torch,
+    CPU); `instance` and `parts` come as the uint8 label maps of `Masks`."""
+    if scene.n_objects >= MASK_OCCLUDER: raise ValueError(f"at most {MASK_OCCLUDER - 1} objects a scene fit a uint8 mask, got {scene.n_objects}")
     imgs, kept = [], {k: [] for k in keep}
     for i in range(0, scene.batch_size, batch):
         r = render(scene.index(slice(i, i + batch)).to(device), size)
         imgs.append(r.images.cpu().numpy())
-        for k in keep: kept[k].append(getattr(r, k).cpu())
+        for k in keep: kept[k].append(_label_map(k, getattr(r, k).cpu()) if k in MASKS else getattr(r, k).cpu())
     return np.concatenate(imgs), {k: torch.cat(v) for k, v in kept.items()}
 
 def object_meta(scene: Scene, out: Mapping[str, torch.Tensor], slot: int = 0) -> pd.DataFrame:
@@ -75,18 +98,18 @@ def object_meta(scene: Scene, out: Mapping[str, torch.Tensor], slot: int = 0) ->
 # %% ../../nbs/12_synthetic.ipynb #c1b7ebf9
 def object_set(n: int = 20000, size: int = 64, seed: int = 0, split: str = "train", categories: Sequence[str] | None = None,
                ranges: Mapping | None = None, n_occluders: int = 0, device: str | torch.device = "cpu",
-               verify: bool = True, name: str = "objects") -> ImageSet:
+               verify: bool = True, name: str = "objects", with_masks: bool = False) -> ImageSet | tuple[ImageSet, Masks]:
     """Object-centric classification set: `n` images of one random object each, `target` = category id.
-    Cached under `cache_dir("synthetic", name, key)`; memory-mapped on reload."""
+    Cached under `cache_dir("synthetic", name, key)`; memory-mapped on reload. `with_masks`: also its `Masks`."""
     if not isinstance(n, (int, np.integer)) or n < 1: raise ValueError(f"n must be a positive int, got {n!r}")
     params = dict(n=int(n), size=int(size), seed=int(seed), split=split, categories=list(categories or []),
                   ranges=dict(ranges or {}), n_occluders=int(n_occluders))
     def build():
         s = sample_scene(n, seed=split_seed(name, seed, split), categories=categories, ranges=ranges, n_occluders=n_occluders)
-        images, out = render_batches(s, size, device=device, keep=("boxes", "keypoints", "keypoint_visible", "object_pixels"))
+        images, out = render_batches(s, size, device=device, keep=("boxes", "keypoints", "keypoint_visible", "object_pixels", *MASKS))
         meta = object_meta(s, out); meta["split"] = split
-        return ImageSet(images, meta, name)
-    return cached_imageset(name, params, build, verify)
+        return ImageSet(images, meta, name), _masks(out)
+    return cached_imageset(name, params, build, verify, with_masks=with_masks)
 
 # %% ../../nbs/12_synthetic.ipynb #c85fc9a7
 def _scene_tables(s: Scene, out, min_pixels: int = 8):
@@ -104,18 +127,18 @@ def _scene_tables(s: Scene, out, min_pixels: int = 8):
     return df
 
 def scene_set(n: int = 5000, size: int = 64, seed: int = 0, split: str = "train", n_objects: tuple[int, int] = (2, 5),
-              device="cpu", verify: bool = True) -> ImageSet:
+              device="cpu", verify: bool = True, with_masks: bool = False) -> ImageSet | tuple[ImageSet, Masks]:
     "Scene-centric multi-object set (the COCO/VOC analogue): multi-label targets and boxes in the metadata."
     params = dict(n=int(n), size=int(size), seed=int(seed), split=split, n_objects=list(n_objects))
     def build():
         s = sample_scene(n, n_objects=tuple(n_objects), seed=split_seed("scenes", seed, split))
-        images, out = render_batches(s, size, device=device, keep=("boxes", "object_pixels"))
+        images, out = render_batches(s, size, device=device, keep=("boxes", "object_pixels", *MASKS))
         meta = _scene_tables(s, out); meta["split"] = split
-        return ImageSet(images, meta, "scenes")
-    return cached_imageset("scenes", params, build, verify)
+        return ImageSet(images, meta, "scenes"), _masks(out)
+    return cached_imageset("scenes", params, build, verify, with_masks=with_masks)
 
-def crop_boxes(images: torch.Tensor, boxes: torch.Tensor, size: int, context: float = .15) -> torch.Tensor:
-    "Square crops around `boxes` `(n,4)` (x0,y0,x1,y1 pixels) of float images `(n,3,H,W)`, resized to `size` (bilinear)."
+def crop_boxes(images: torch.Tensor, boxes: torch.Tensor, size: int, context: float = .15, mode: str = "bilinear") -> torch.Tensor:
+    "Square crops around `boxes` `(n,4)` (x0,y0,x1,y1 pixels) of float images `(n,C,H,W)`, resized to `size` (`mode`: bilinear, or nearest for label maps)."
     n, _, H, W = images.shape
     cx, cy = (boxes[:, 0] + boxes[:, 2] + 1) / 2, (boxes[:, 1] + boxes[:, 3] + 1) / 2
     half = ((boxes[:, 2:] - boxes[:, :2] + 1).amax(1) / 2 * (1 + context)).clamp_min(4)
@@ -123,24 +146,28 @@ def crop_boxes(images: torch.Tensor, boxes: torch.Tensor, size: int, context: fl
     gx = (cx[:, None] + half[:, None] * lin[None]) / W * 2 - 1
     gy = (cy[:, None] + half[:, None] * lin[None]) / H * 2 - 1
     grid = torch.stack([gx[:, None, :].expand(n, size, size), gy[:, :, None].expand(n, size, size)], -1)
-    return torch.nn.functional.grid_sample(images, grid, mode="bilinear", padding_mode="border", align_corners=False)
+    return torch.nn.functional.grid_sample(images, grid, mode=mode, padding_mode="border", align_corners=False)
 
 def cropped_boxes_set(n_scenes: int = 2500, size: int = 64, seed: int = 0, split: str = "train", n_objects=(2, 5),
-                      min_pixels: int = 40, device="cpu", verify: bool = True) -> ImageSet:
+                      min_pixels: int = 40, device="cpu", verify: bool = True, with_masks: bool = False) -> ImageSet | tuple[ImageSet, Masks]:
     "One crop per visible object (>= `min_pixels` at the doubled scene resolution) of the scene-centric scenes."
     params = dict(n_scenes=int(n_scenes), size=int(size), seed=int(seed), split=split, n_objects=list(n_objects), min_pixels=min_pixels)
     def build():
         s = sample_scene(n_scenes, n_objects=tuple(n_objects), seed=split_seed("scenes", seed, split))
-        images, out = render_batches(s, 2 * size, device=device, keep=("boxes", "object_pixels"))
+        images, out = render_batches(s, 2 * size, device=device, keep=("boxes", "object_pixels", *MASKS))
         b, m = ((out["object_pixels"] >= min_pixels) & s.present.cpu()).nonzero().unbind(1)
         crops = [crop_boxes(torch.as_tensor(images[b[i:i + 512].numpy()]).permute(0, 3, 1, 2).float(), out["boxes"][b[i:i + 512], m[i:i + 512]], size)
                  for i in range(0, len(b), 512)]
         crops = torch.cat(crops).round().clamp(0, 255).to(torch.uint8).permute(0, 2, 3, 1).numpy()
+        labels = torch.stack([out[k] for k in MASKS], 1)                     # (N,2,H,W): the same crops, nearest neighbour
+        labels = [crop_boxes(labels[b[i:i + 512]].float(), out["boxes"][b[i:i + 512], m[i:i + 512]], size, mode="nearest")
+                  for i in range(0, len(b), 512)]
+        labels = torch.cat(labels).to(torch.uint8).numpy()
         meta = pd.DataFrame(dict(target=s.category.cpu()[b, m].numpy(), trajectory=b.numpy(), param=m.numpy().astype(float),
                                  object_pixels=out["object_pixels"][b, m].numpy(), split=split))
         meta.insert(1, "category", np.array(CATEGORIES)[meta["target"]])
-        return ImageSet(np.ascontiguousarray(crops), meta, "crops")
-    return cached_imageset("crops", params, build, verify)
+        return ImageSet(np.ascontiguousarray(crops), meta, "crops"), dict(zip(MASKS, map(np.ascontiguousarray, labels.transpose(1, 0, 2, 3))))
+    return cached_imageset("crops", params, build, verify, with_masks=with_masks)
 
 # %% ../../nbs/12_synthetic.ipynb #fa35e9d2
 TRAJECTORY_FAMILIES = ("viewpoint", "illumination_direction", "illumination_color", "occlusion", "instance", "instance_viewpoint")
@@ -178,7 +205,7 @@ def occlusion_levels(base: Scene, size: int, color: torch.Tensor, levels: int = 
     return _wall(_repeat(base, levels), edges, color.repeat_interleave(levels, 0)), alone
 
 def trajectory_set(family: str, n_trajectories: int = 100, length: int = 8, size: int = 64, seed: int = 0,
-                   split: str = "test", device="cpu", verify: bool = True) -> ImageSet:
+                   split: str = "test", device="cpu", verify: bool = True, with_masks: bool = False) -> ImageSet | tuple[ImageSet, Masks]:
     "RIS trajectories of one `family` (see `TRAJECTORY_FAMILIES`): `n_trajectories x length` images."
     if family not in TRAJECTORY_FAMILIES: raise ValueError(f"unknown trajectory family {family!r}; known: {TRAJECTORY_FAMILIES}")
     if length < 2: raise ValueError(f"length must be >= 2, got {length}")
@@ -207,21 +234,21 @@ def trajectory_set(family: str, n_trajectories: int = 100, length: int = 8, size
         if family == "occlusion":
             wall_color = torch.rand(T, 3, generator=g) * torch.tensor([1., .8, .5]) + torch.tensor([0., .2, .5])   # HSV, not too dark
             s, alone = occlusion_levels(base, size, wall_color, L, device=device)
-        images, out = render_batches(s, size, device=device, keep=("boxes", "object_pixels"))
+        images, out = render_batches(s, size, device=device, keep=("boxes", "object_pixels", *MASKS))
         meta = object_meta(s, out)
         meta["trajectory"] = np.arange(T).repeat(L); meta["step"] = step.numpy().astype(int)
         if family == "occlusion":
             param = 1 - out["object_pixels"][:, 0].float() / alone.repeat_interleave(L)
             meta["level"] = meta["step"]
         meta["param"] = param.numpy(); meta["family"] = family
-        return ImageSet(images, meta, f"trajectory_{family}")
-    return cached_imageset(f"trajectory_{family}", params, build, verify)
+        return ImageSet(images, meta, f"trajectory_{family}"), _masks(out)
+    return cached_imageset(f"trajectory_{family}", params, build, verify, with_masks=with_masks)
 
 # %% ../../nbs/12_synthetic.ipynb #81572503
 TRANSFORM_KINDS = ("stereo", "pose_scale", "viewpoint", "illumination", "color_temperature", "exposure", "blur")
 
 def transform_groups(kind: str, n_groups: int = 200, length: int = 5, size: int = 64, seed: int = 0, split: str = "test",
-                     device="cpu", verify: bool = True) -> ImageSet:
+                     device="cpu", verify: bool = True, with_masks: bool = False) -> ImageSet | tuple[ImageSet, Masks]:
     "Groups of one scene under a real-world-like transform `kind` (see `TRANSFORM_KINDS`)."
     if kind not in TRANSFORM_KINDS: raise ValueError(f"unknown transform kind {kind!r}; known: {TRANSFORM_KINDS}")
     L = 2 if kind == "stereo" else int(length)
@@ -244,7 +271,7 @@ def transform_groups(kind: str, n_groups: int = 200, length: int = 5, size: int 
             param = torch.exp(math.log(2000) + u * (math.log(12000) - math.log(2000))); s = s.replace(light_temperature=param)
         elif kind == "exposure": param = .5 * 3.2 ** u; s = s.replace(exposure=param)
         else: param = u * 2.
-        images, out = render_batches(s, size, device=device, keep=("boxes", "object_pixels"))
+        images, out = render_batches(s, size, device=device, keep=("boxes", "object_pixels", *MASKS))
         if kind == "blur":
             # the same separable Gaussian as the training policies' and evaluation transforms' blur
             x = torch.as_tensor(images).permute(0, 3, 1, 2).float()
@@ -253,22 +280,24 @@ def transform_groups(kind: str, n_groups: int = 200, length: int = 5, size: int 
         meta = object_meta(s, out)
         meta["trajectory"] = np.arange(n_groups).repeat(L); meta["step"] = np.tile(np.arange(L), n_groups)
         meta["param"] = param.numpy(); meta["kind"] = kind
-        return ImageSet(np.ascontiguousarray(images), meta, f"transform_{kind}")
-    return cached_imageset(f"transform_{kind}", params, build, verify)
+        return ImageSet(np.ascontiguousarray(images), meta, f"transform_{kind}"), _masks(out)   # blur: the unblurred scene's masks
+    return cached_imageset(f"transform_{kind}", params, build, verify, with_masks=with_masks)
 
 # %% ../../nbs/12_synthetic.ipynb #4614ba3a
-def factor_set(n: int = 10000, size: int = 64, seed: int = 0, split: str = "train", device="cpu", verify: bool = True) -> ImageSet:
+def factor_set(n: int = 10000, size: int = 64, seed: int = 0, split: str = "train", device="cpu", verify: bool = True,
+               with_masks: bool = False) -> ImageSet | tuple[ImageSet, Masks]:
     "Causal3DIdent-style set: images with their latent factors (`LATENT_NAMES` columns), full 3D rotations."
     return object_set(n, size, seed, split, ranges=dict(rotation_x=(-180, 180), rotation_y=(-180, 180)), device=device,
-                      verify=verify, name="factors")
+                      verify=verify, name="factors", with_masks=with_masks)
 
 DOWNSTREAM_TASKS = ("category", "fine_grained", "keypoints", "pose")
 
 def downstream_set(task: str, n: int = 5000, size: int = 64, seed: int = 0, split: str = "train", device="cpu",
-                   verify: bool = True) -> ImageSet:
+                   verify: bool = True, with_masks: bool = False) -> ImageSet | tuple[ImageSet, Masks]:
     "Downstream task sets; classification tasks have an int `target`, regression tasks `regression_targets` columns (JSON list in `attrs`)."
     if task not in DOWNSTREAM_TASKS: raise ValueError(f"unknown downstream task {task!r}; known: {DOWNSTREAM_TASKS}")
-    base = object_set(n, size, seed, split, device=device, verify=verify, name=f"downstream_{task}")
+    base = object_set(n, size, seed, split, device=device, verify=verify, name=f"downstream_{task}", with_masks=with_masks)
+    if with_masks: base, masks = base
     meta = base.meta.copy()
     if task == "fine_grained":
         meta["category_target"] = meta["target"]
@@ -283,11 +312,12 @@ def downstream_set(task: str, n: int = 5000, size: int = 64, seed: int = 0, spli
         rel = np.deg2rad(meta["rotation_z"] - meta["azimuth"])
         meta["y_pose_sin"], meta["y_pose_cos"] = np.sin(rel), np.cos(rel)
         meta.attrs["regression_targets"] = ["y_pose_sin", "y_pose_cos"]
-    return ImageSet(base.images, meta, f"downstream_{task}")
+    out = ImageSet(base.images, meta, f"downstream_{task}")
+    return (out, masks) if with_masks else out
 
 # %% ../../nbs/12_synthetic.ipynb #815681fa
 def video_set(n_videos: int = 100, n_frames: int = 16, size: int = 64, seed: int = 0, split: str = "train",
-              n_objects=(2, 4), device="cpu", verify: bool = True) -> ImageSet:
+              n_objects=(2, 4), device="cpu", verify: bool = True, with_masks: bool = False) -> ImageSet | tuple[ImageSet, Masks]:
     "Videos of moving objects with ground-truth tracks (box per object per frame)."
     params = dict(n=int(n_videos), frames=int(n_frames), size=int(size), seed=int(seed), split=split, n_objects=list(n_objects))
     def build():
@@ -303,21 +333,21 @@ def video_set(n_videos: int = 100, n_frames: int = 16, size: int = 64, seed: int
         s = s.replace(position=s.position + rep(vel) * t[:, None, None],
                       rotation=s.rotation + torch.stack([0 * rep(spin), 0 * rep(spin), rep(spin) * t[:, None]], -1),
                       azimuth=s.azimuth + rep(orbit) * t, light_azimuth=s.light_azimuth + rep(drift) * t)
-        images, out = render_batches(s, size, device=device, keep=("boxes", "object_pixels"))
+        images, out = render_batches(s, size, device=device, keep=("boxes", "object_pixels", *MASKS))
         cats = s.category
         tracks = [json.dumps([[m, int(cats[i, m])] + out["boxes"][i, m].tolist() for m in range(M)
                               if s.present[i, m] and out["object_pixels"][i, m] > 0]) for i in range(len(images))]
         meta = pd.DataFrame(dict(target=cats[:, 0].numpy(), trajectory=np.arange(V).repeat(F), param=np.tile(np.arange(F), V).astype(float),
                                  frame=np.tile(np.arange(F), V), tracks=tracks, n_objects=s.present.sum(1).numpy(), split=split))
-        return ImageSet(images, meta, "videos")
-    return cached_imageset("videos", params, build, verify)
+        return ImageSet(images, meta, "videos"), _masks(out)
+    return cached_imageset("videos", params, build, verify, with_masks=with_masks)
 
 # %% ../../nbs/12_synthetic.ipynb #76663722
 DATASETS = ("objects", "scenes", "crops", "factors", "videos", *(f"trajectory/{f}" for f in TRAJECTORY_FAMILIES),
             *(f"transform/{k}" for k in TRANSFORM_KINDS), *(f"downstream/{t}" for t in DOWNSTREAM_TASKS))
 
-def synthetic_dataset(name: str, n: int, size: int = 64, seed: int = 0, split: str = "train", **kw) -> ImageSet:
-    "Any synthetic dataset by name (see `DATASETS`)."
+def synthetic_dataset(name: str, n: int, size: int = 64, seed: int = 0, split: str = "train", **kw) -> ImageSet | tuple[ImageSet, Masks]:
+    "Any synthetic dataset by name (see `DATASETS`); `with_masks=True` also returns its `Masks`."
     simple = dict(objects=object_set, scenes=scene_set, crops=cropped_boxes_set, factors=factor_set, videos=video_set)
     if name in simple: return simple[name](n, size=size, seed=seed, split=split, **kw)
     head, _, tail = name.partition("/")

@@ -9,14 +9,15 @@ import json, time
 
 from .. import zoo
 from ..core import Runtime, write_json
+from ..data.cache import CacheError, StaleEntry, begin_entry, check_entry, finish_entry, warn_damaged
 from ..data.imageset import ImageSet
 from .linear import linear_readout_train_test
 from .readouts import KNNResult, knn_accuracy
 from ..features import extract_features
 
 # %% auto #0
-__all__ = ['HEALTH_IMAGES', 'DEFAULT_HEALTH_IMAGES', 'health_protocol', 'health_sets', 'encoder_knn', 'model_health',
-           'KNNMonitor']
+__all__ = ['HEALTH_IMAGES', 'DEFAULT_HEALTH_IMAGES', 'HEALTH_MANIFEST', 'health_protocol', 'health_sets', 'encoder_knn',
+           'model_health', 'KNNMonitor']
 
 # %% ../../nbs/74_health.ipynb #43cdb28e
 HEALTH_IMAGES = {"smoke": (256, 128)}   # (reference, held-out) images per profile; every other profile: DEFAULT_HEALTH_IMAGES
@@ -44,15 +45,33 @@ def encoder_knn(encoder, ref: ImageSet, test: ImageSet, k: int = 20, temperature
     return knn_accuracy(features(ref), ref.meta["target"].to_numpy(), features(test), test.meta["target"].to_numpy(),
                         k, temperature)
 
+HEALTH_MANIFEST = "health.manifest.json"
+
+def _cached_health(folder, protocol: dict, weights: str, info: dict, label: str) -> dict | None:
+    "The verified record for `protocol` and `weights`, an adopted pre-digest record, or None (with a warning if damaged)."
+    path = folder / "health.json"
+    try:
+        if check_entry(folder, expect={"protocol": protocol, "weights": weights}, need=("health.json",), manifest=HEALTH_MANIFEST) is not None:
+            return json.loads(path.read_text())
+    except StaleEntry: return None
+    except CacheError as e: warn_damaged(label, folder, e, "measuring it again"); return None
+    if not path.is_file(): return None
+    try: record = json.loads(path.read_text())          # written before digests were recorded
+    except ValueError: return None
+    if not isinstance(record, dict) or record.get("protocol") != protocol: return None
+    finish_entry(folder, {**info, "protocol": protocol, "weights": weights}, ["health.json"], HEALTH_MANIFEST)
+    return record
+
 def model_health(name: str, profile="cpu", seed: int = 0, root=None, runtime: Runtime | None = None,
                  k: int = 20, temperature: float = 0.07) -> dict:
-    "k-NN accuracy (and chance) of zoo model `name` at `profile` on held-out data; cached in its zoo folder."
+    "k-NN accuracy (and chance) of zoo model `name` at `profile` on held-out data; cached (verified) in its zoo folder."
     p = zoo.get_profile(profile)
     protocol = health_protocol(p, k, temperature)
-    path = zoo.model_dir(name, p, seed, root) / "health.json"
-    if path.is_file():
-        record = json.loads(path.read_text())
-        if record.get("protocol") == protocol: return record
+    folder = zoo.model_dir(name, p, seed, root)
+    info, label = {"model": name, "profile": p.name, "seed": seed}, f"health record of zoo model {name!r} (profile {p.name}, seed {seed})"
+    if zoo.weights_digest(name, p, seed, root) is None: zoo.get(name, p, seed, root, runtime=runtime, progress=False)   # trains or adopts: records the digest
+    record = _cached_health(folder, protocol, zoo.weights_digest(name, p, seed, root), info, label)
+    if record is not None: return record
     encoder = zoo.get(name, p, seed, root, runtime=runtime, progress=False)
     ref, test = health_sets(p, root, protocol)
     fr, ft = (extract_features(encoder, s, runtime=runtime, progress=False).features for s in (ref, test))
@@ -61,9 +80,10 @@ def model_health(name: str, profile="cpu", seed: int = 0, root=None, runtime: Ru
     lin = linear_readout_train_test(fr, yr, ft, yt, seed=protocol["linear"]["cv_seed"])   # wd chosen by 5-fold CV on ref
     record = {"protocol": protocol, "knn_accuracy": r.accuracy, "linear_accuracy": lin.score, "linear_wd": lin.best_wd,
               "chance": r.chance}
-    write_json(path, record)
+    begin_entry(folder, HEALTH_MANIFEST)
+    write_json(folder / "health.json", record)
+    finish_entry(folder, {**info, "protocol": protocol, "weights": zoo.weights_digest(name, p, seed, root)}, ["health.json"], HEALTH_MANIFEST)
     return record
-
 
 # %% ../../nbs/74_health.ipynb #8c9e02b8
 class KNNMonitor:

@@ -14,16 +14,16 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from ..core import cache_dir, config_key, file_digest, write_json
-from ..data.cache import CacheError
+from ..core import cache_dir, config_key
+from ..data.cache import CacheError, StaleEntry, begin_entry, check_entry, finish_entry, open_array, warn_damaged
 from ..data.imageset import ImageSet
 from ..features import Features, extract_features
 from ..metrics.inputs import as_features
 
 # %% auto #0
-__all__ = ['GOYAL_COSTS', 'AP_KINDS', 'KRR_ALPHAS', 'KRR_GAMMAS', 'FEATURE_CACHE_VERSION', 'KNNResult', 'knn_accuracy',
-           'FewShotResult', 'few_shot_accuracy', 'SVMResult', 'svm_map', 'average_precision', 'KernelRidgeResult',
-           'kernel_ridge_readout', 'cached_features']
+__all__ = ['GOYAL_COSTS', 'AP_KINDS', 'KRR_ALPHAS', 'KRR_GAMMAS', 'FEATURE_CACHE_VERSION', 'FEATURE_FILES', 'KNNResult',
+           'knn_accuracy', 'FewShotResult', 'few_shot_accuracy', 'SVMResult', 'svm_map', 'average_precision',
+           'KernelRidgeResult', 'kernel_ridge_readout', 'cached_features']
 
 # %% ../../nbs/73_readouts.ipynb #aa12eb04
 @dataclass
@@ -285,33 +285,24 @@ def cached_features(model_key: str, model, images: ImageSet, dataset: str | Mapp
     try:
         hit = _read_features(entry, key, verify)
         if hit is not None: return hit
+    except StaleEntry: pass                                     # another key in this folder: a collision, recomputed
     except CacheError as e:
         if on_damaged == "raise": raise
-        warnings.warn(f"feature cache {entry} is damaged ({e}); recomputing it")
+        warn_damaged(f"features of model {model_key!r} on {dataset!r} (layer {layer}, pool {pool})", entry, e, "recomputing it")
     feats = extract_features(model, images, layer, batch_size=batch_size, pool=pool, normalize=normalize, runtime=runtime, progress=progress)
-    entry.mkdir(parents=True, exist_ok=True)
-    (entry / "manifest.json").unlink(missing_ok=True)           # a half-written entry never looks finished
-    paths = feats.save(entry / "features")
-    write_json(entry / "manifest.json", {**key, "shape": list(feats.features.shape),
-                                         "files": {p.name: {"bytes": p.stat().st_size, "sha256": file_digest(p)} for p in paths}})
+    begin_entry(entry)                                          # a half-written entry never looks finished
+    feats.save(entry / "features")
+    finish_entry(entry, key, FEATURE_FILES)
     return _read_features(entry, key, verify=False)
 
 def _safe(s: str) -> str: return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in s)[:64]
 
+FEATURE_FILES = ("features.npy", "features.csv", "features.json")
+
 def _read_features(entry: Path, key: Mapping, verify: bool) -> Features | None:
     "The finished entry in `entry` (memory-mapped), None if there is none, or `CacheError` naming what disagrees."
-    manifest = entry / "manifest.json"
-    if not manifest.is_file(): return None
-    try: m = json.loads(manifest.read_text())
-    except (OSError, ValueError) as e: raise CacheError(f"{manifest} is unreadable: {e}") from e
-    if diff := [k for k in key if json.dumps(m.get(k), sort_keys=True) != json.dumps(key[k], sort_keys=True, default=str)]:
-        raise CacheError(f"{manifest} was written for another {diff[0]}: {m.get(diff[0])!r}, expected {key[diff[0]]!r}")
-    for name, want in m.get("files", {}).items():
-        p = entry / name
-        if not p.is_file(): raise CacheError(f"{p} is missing")
-        if p.stat().st_size != want["bytes"]: raise CacheError(f"{p} has {p.stat().st_size} bytes, its manifest says {want['bytes']}")
-        if verify and file_digest(p) != want["sha256"]: raise CacheError(f"{p} does not match its sha256 in {manifest}")
-    try: feats = Features.load(entry / "features", mmap=True)
-    except (OSError, ValueError) as e: raise CacheError(f"{entry / 'features'}.*: {type(e).__name__}: {e}") from e
-    if list(feats.features.shape) != m["shape"]: raise CacheError(f"{entry / 'features.npy'} has shape {list(feats.features.shape)}, its manifest says {m['shape']}")
-    return feats
+    m = check_entry(entry, verify, expect=key, need=FEATURE_FILES)   # the one cache's check: sizes, digests, the key
+    if m is None: return None
+    open_array(entry, "features.npy", m)                              # shape (and dtype) as recorded
+    try: return Features.load(entry / "features", mmap=True)
+    except (OSError, ValueError, KeyError) as e: raise CacheError(f"{entry / 'features'}.*: {type(e).__name__}: {e}") from e
