@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json, time
 
+import torch
+
 from .. import zoo
 from ..core import Runtime, write_json
 from ..data.cache import CacheError, StaleEntry, begin_entry, check_entry, finish_entry, warn_damaged
@@ -87,7 +89,8 @@ def model_health(name: str, profile="cpu", seed: int = 0, root=None, runtime: Ru
 
 # %% ../../nbs/74_health.ipynb #8c9e02b8
 class KNNMonitor:
-    "Online k-NN accuracy for `fit(..., on_checkpoint=monitor)`: `records` lists `{step, train_seconds, knn_accuracy}`."
+    """Online k-NN accuracy for `fit(..., on_checkpoint=monitor)`: `records` lists `{step, train_seconds,
+    train_cpu_seconds, threads, knn_accuracy}`; both clocks exclude the readouts' own time."""
     def __init__(self, ref: ImageSet, test: ImageSet, k: int = 20, temperature: float = 0.07, runtime: Runtime | None = None):
         self.ref, self.test, self.k, self.temperature, self.runtime = ref, test, k, temperature, runtime
         self.records: list[dict] = []
@@ -96,10 +99,14 @@ class KNNMonitor:
     def start(self):
         "Restart the clock (e.g. after building the method and measuring the untrained network)."
         self._t0, self._spent = time.perf_counter(), 0.0
+        self._c0, self._cpu_spent = time.process_time(), 0.0
 
     def __call__(self, step: int, method) -> None:
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         encoder = method.encoder() if hasattr(method, "encoder") else method
         r = encoder_knn(encoder, self.ref, self.test, self.k, self.temperature, self.runtime)
-        self.records.append({"step": int(step), "train_seconds": t - self._t0 - self._spent, "knn_accuracy": r.accuracy})
+        self.records.append({"step": int(step), "train_seconds": t - self._t0 - self._spent,
+                             "train_cpu_seconds": c - self._c0 - self._cpu_spent, "threads": torch.get_num_threads(),
+                             "knn_accuracy": r.accuracy})
         self._spent += time.perf_counter() - t
+        self._cpu_spent += time.process_time() - c
