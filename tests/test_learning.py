@@ -15,7 +15,8 @@ def test_cpu_recipe_beats_the_untrained_network():
     r = recipe_run("profile", "cpu", {}, evaluations=1)
     curve = [c["knn_accuracy"] for c in r["curve"]]
     assert len(curve) == 2 and curve[-1] == r["knn_accuracy"]
-    assert r["knn_accuracy"] > r["untrained_knn_accuracy"], (
-        f"the cpu recipe's MoCo reads out worse than its untrained network: {r['knn_accuracy']:.3f} <= "
-        f"{r['untrained_knn_accuracy']:.3f} (held-out k-NN accuracy); training no longer learns")
+    # the chosen recipe measured +0.10 over its untrained network (0.30 vs 0.20); runs of one config vary by about 0.03
+    assert r["knn_accuracy"] > r["untrained_knn_accuracy"] + 0.04, (
+        f"the cpu recipe's MoCo reads out barely better than its untrained network: {r['knn_accuracy']:.3f} vs "
+        f"{r['untrained_knn_accuracy']:.3f} (held-out k-NN accuracy; at least +0.04 expected); training no longer learns")
     assert r["final_loss"] < r["chance_loss"], "the contrastive loss did not fall below chance"
