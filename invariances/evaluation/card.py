@@ -338,7 +338,7 @@ def measure(model, size: str | CardSize = "default", weights=None, layer: str | 
     real = {n: s for n, s in REAL_SETS.items() if root is not None and dataset_available(s.manifest, root)}
     n_steps = 1 + len(TRANSFORMS) + len(TRANSFORM_KINDS) + len(TRAJECTORY_FAMILIES) + len(POLICY_VIEWS) + len(real)
     bar = tqdm(total=n_steps, desc=f"card {loaded.label}", unit="step", disable=not _progress(progress))
-    values, units, seconds, notes = [], [], {}, []
+    values, units, seconds, notes, real_notes = [], [], {}, [], []
     def add(section, item, family, n, **measures):
         values.extend(dict(section=section, item=item, family=family, measure=m, value=float(v), n=int(n)) for m, v in measures.items())
     def step(name):                       # called as each step starts: the bar shows what is running, counts what is done
@@ -404,7 +404,7 @@ def measure(model, size: str | CardSize = "default", weights=None, layer: str | 
         seconds["spread"] = time.time() - t0
 
         t0 = time.time()
-        real_info = _measure_real(real, root, cfg, seed, stats, feats, ks, add, units, notes, step)
+        real_info = _measure_real(real, root, cfg, seed, stats, feats, ks, add, units, real_notes, step)
         seconds["real"] = time.time() - t0
         bar.update(1)
     finally:
@@ -412,7 +412,7 @@ def measure(model, size: str | CardSize = "default", weights=None, layer: str | 
     info = {"model": loaded.description, "layer": loaded.layer, "feature_dim": int(dim), "size": asdict(cfg),
             "size_name": next((k for k, v in SIZES.items() if v == cfg), "custom"), "seed": seed, "seconds": seconds,
             "total_seconds": time.time() - t_start, "runtime": runtime.describe(), "data_root": str(root) if root else None,
-            "real": real_info, "notes": notes, "load": loaded.info, "reference_shrinkage": stats.shrinkage,
+            "real": {**real_info, "notes": real_notes}, "notes": notes, "load": loaded.info, "reference_shrinkage": stats.shrinkage,
             "images": {"reference": f"objects/val n={cfg.n_reference}", "transformed": f"objects/test n={cfg.n_images}"}}
     per_unit = pd.concat(units, ignore_index=True)[["section", "item", "unit", "cosine", "mahalanobis"]]
     return Measurement(label or loaded.label, pd.DataFrame(values), per_unit, info)
@@ -600,13 +600,14 @@ def card_blocks(m: Measurement, reference: Measurement | None = None, marks: pd.
     if not real.empty:
         b += [("p", f"Views grouped by object or scene (at most {c['n_real_groups']} groups per set); statistics from "
                     f"{i['real'].get('reference', '')}."), ("table", real)]
-    b += [("ul", [n for n in i["notes"]])] if i["notes"] else []
+    b += [("ul", i["real"]["notes"])] if i["real"]["notes"] else []
     b += [("h2", "Per transform"), ("img", "bars.png", "per-transform bars")]
     how = [f"Reference statistics: mean and Ledoit-Wolf-shrunk covariance (shrinkage {i['reference_shrinkage']:.3f}) of "
            f"{c['n_reference']} held-out objects; whitening by the Cholesky factor of the inverse covariance.",
            f"Grids: {', '.join(f'{t} {n}' for t, n in n_grid.items())}.",
            "Rendered data from `invariances.data.synthetic` (test split transformed, val split for the statistics), seed "
            f"{i['seed']}; seconds per part: {', '.join(f'{k} {v:.1f}' for k, v in i['seconds'].items())}."]
+    how += i["notes"]
     if reference is not None and reference.info["feature_dim"] != i["feature_dim"]:
         how.append(f"The two models have {i['feature_dim']}-d and {reference.info['feature_dim']}-d features: their Mahalanobis "
                    "distances are not comparable (they grow with the dimension); whitened cosines are.")
