@@ -298,8 +298,8 @@ def group_measures(stats: ReferenceStats, features: np.ndarray, groups) -> tuple
     ia, ib = group_pairs(g)
     if len(ia) == 0: raise ValueError(f"no group has two views ({len(g)} views in {len(np.unique(g))} groups)")
     multi = np.isin(g, g[ia])                                   # a group of one view has no distinct pair
-    cos = group_invariance(stats, features, g, include_diagonal=True).per_group
-    dist = group_invariance(stats, features[multi], g[multi], include_diagonal=False).per_group
+    cos = group_invariance(stats, features, g, distance_diagonal=True).per_group   # every group, its cosine over m x m pairs
+    dist = group_invariance(stats, features[multi], g[multi]).per_group             # groups of 2+ views, distinct pairs
     per = pd.DataFrame({"unit": cos.group.to_numpy(), "cosine": cos.cosine.to_numpy()})
     per["mahalanobis"] = per.unit.map(dict(zip(dist.group, dist.mahalanobis))).astype(float)
     means = {"cosine": float(np.nanmean(per.cosine)), "mahalanobis": float(np.nanmean(per.mahalanobis)),
