@@ -5,8 +5,8 @@
 # %% ../nbs/00_core.ipynb #437fd9fb
 from __future__ import annotations
 
-import contextlib, copy, datetime, functools, hashlib, json, os, platform, random, resource, statistics, subprocess, tempfile
-import threading, time, warnings
+import contextlib, copy, datetime, fnmatch, functools, hashlib, json, os, platform, random, resource, statistics, subprocess
+import tempfile, threading, time, warnings
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,12 +16,12 @@ import numpy as np
 import torch
 
 # %% auto #0
-__all__ = ['IMAGENET_MEAN', 'IMAGENET_STD', 'IMAGENET_SIZE', 'CPU_RUNTIMES', 'CPU_RUNTIME_ENV', 'CPU_PROBE', 'seed_everything',
-           'seed_worker', 'Runtime', 'run_concurrently', 'to_float_images', 'to_uint8_images', 'data_root', 'cache_dir',
-           'config_key', 'atomic_path', 'write_bytes', 'write_text', 'write_json', 'save_torch', 'cpu_bf16_native',
-           'choose_cpu_runtime', 'cpu_candidates', 'cpu_runtime_env', 'measure_cpu_runtime', 'cpu_probe_key',
-           'cpu_runtime_choice', 'file_digest', 'tree_digest', 'git_info', 'package_versions', 'peak_memory_mb',
-           'provenance']
+__all__ = ['IMAGENET_MEAN', 'IMAGENET_STD', 'IMAGENET_SIZE', 'CPU_RUNTIMES', 'CPU_RUNTIME_ENV', 'CPU_PROBE', 'BATCH_OUTPUTS',
+           'seed_everything', 'seed_worker', 'Runtime', 'run_concurrently', 'to_float_images', 'to_uint8_images',
+           'data_root', 'cache_dir', 'config_key', 'atomic_path', 'write_bytes', 'write_text', 'write_json',
+           'save_torch', 'cpu_bf16_native', 'choose_cpu_runtime', 'cpu_candidates', 'cpu_runtime_env',
+           'measure_cpu_runtime', 'cpu_probe_key', 'cpu_runtime_choice', 'file_digest', 'tree_digest', 'git_info',
+           'package_versions', 'peak_memory_mb', 'provenance']
 
 # %% ../nbs/00_core.ipynb #25237e79
 def seed_everything(seed: int) -> torch.Generator:
@@ -160,7 +160,10 @@ def config_key(config: Mapping, n: int = 16) -> str:
 def atomic_path(path: str | os.PathLike):
     "Yield a temporary path next to `path`; on success move it into place atomically, on error delete it."
     path = Path(path); path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent); os.close(fd)
+    while True:   # a fresh name, created with 0o666 less the umask (the mode `path` gets when it is renamed into place)
+        tmp = path.parent / f".{path.name}.{random.SystemRandom().getrandbits(40):010x}.tmp"
+        try: os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666)); break
+        except FileExistsError: continue
     try:
         yield Path(tmp)
         os.replace(tmp, path)
@@ -390,15 +393,27 @@ def tree_digest(root: str | os.PathLike) -> tuple[int, str]:
     return len(files), hashlib.sha256(listing.encode()).hexdigest()
 
 # %% ../nbs/00_core.ipynb #3bee9e07
-def git_info(path: str | os.PathLike = ".") -> dict:
-    "Commit and dirty flag of the git work tree containing `path` (`None`s outside git)."
+BATCH_OUTPUTS = ("repro/REPORT*.md", "repro/figures/*")   # tracked files the batch rewrites (repository-relative globs)
+
+def git_info(path: str | os.PathLike = ".", ignore: Sequence[str] = BATCH_OUTPUTS) -> dict:
+    """Commit of the git work tree containing `path`, whether it is dirty and the tracked files that differ from the
+    commit (`changed`, repository-relative); files matching a glob of `ignore` do not count. `None`s outside git."""
     def git(*args):
         return subprocess.run(["git", *args], cwd=path, capture_output=True, text=True, timeout=20)
+    none = {"commit": None, "dirty": None, "changed": None}
     try:
         head = git("rev-parse", "HEAD")
-        if head.returncode: return {"commit": None, "dirty": None}
-        return {"commit": head.stdout.strip(), "dirty": bool(git("status", "--porcelain", "-uno").stdout.strip())}
-    except (OSError, subprocess.SubprocessError): return {"commit": None, "dirty": None}
+        if head.returncode: return none
+        # porcelain v1 with -z: "XY path\0", renames "XY new\0old\0"; paths relative to the repository root
+        entries, changed = git("status", "--porcelain", "-uno", "-z").stdout.split("\0"), []
+        while entries:
+            e = entries.pop(0)
+            if not e: continue
+            changed.append(e[3:])
+            if e[0] in "RC" and entries: entries.pop(0)
+        changed = sorted(f for f in set(changed) if not any(fnmatch.fnmatch(f, g) for g in ignore))
+        return {"commit": head.stdout.strip(), "dirty": bool(changed), "changed": changed}
+    except (OSError, subprocess.SubprocessError): return none
 
 def package_versions(names: Sequence[str] = ("invariances", "torch", "torchvision", "numpy", "pandas", "scikit-learn",
                                              "scipy", "matplotlib", "papermill", "nbdev")) -> dict:

@@ -39,7 +39,9 @@ def training_table(records: Mapping[str, dict], profile, seed: int = 0, labels: 
     health = health or {}
     rows = []
     for name, r in records.items():
-        row = {"model": labels.get(name, name), "steps": r.get("steps", 0), "minutes": r.get("train_seconds", 0) / 60,
+        row = {"model": labels.get(name, name), "steps": r.get("steps", 0),
+               "minutes, one uninterrupted run": r.get("train_seconds", 0) / 60,
+               "minutes, compute spent": (r["compute_seconds"] if r.get("compute_seconds") is not None else np.nan) / 60,
                "loss, first 50 steps": r.get("first_loss", np.nan), "loss, last 50 steps": r.get("last_loss", np.nan),
                "chance loss": chance(name), "accuracy, last 50 steps": r.get("last_acc", np.nan),
                "best 50-step accuracy": r.get("peak_acc", np.nan)}

@@ -5,7 +5,7 @@
 # %% ../../nbs/50_loop.ipynb #35ac2f00
 from __future__ import annotations
 
-import math, os, random, time
+import datetime, json, math, os, random, time
 from dataclasses import dataclass, asdict, fields
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Mapping, Protocol, runtime_checkable
@@ -20,9 +20,9 @@ from ..data.imageset import ImageSet
 from ..models import BackboneConfig, Encoder, save_backbone
 
 # %% auto #0
-__all__ = ['CHECKPOINT', 'PROFILES', 'LoopConfig', 'cosine_lr', 'EpochSampler', 'rng_state', 'set_rng_state', 'world_info',
-           'init_distributed', 'is_distributed', 'all_gather_cat', 'unwrap', 'TrainingDiverged', 'fit', 'Method',
-           'Profile', 'get_profile', 'EncoderConfig', 'train_encoder']
+__all__ = ['CHECKPOINT', 'ATTEMPTS', 'ATTEMPT_LOG_S', 'PROFILES', 'LoopConfig', 'cosine_lr', 'EpochSampler', 'rng_state',
+           'set_rng_state', 'world_info', 'init_distributed', 'is_distributed', 'all_gather_cat', 'unwrap',
+           'TrainingDiverged', 'fit', 'Method', 'Profile', 'get_profile', 'EncoderConfig', 'train_encoder']
 
 # %% ../../nbs/50_loop.ipynb #733fc72c
 @dataclass
@@ -130,6 +130,16 @@ def _all_finite(module: nn.Module) -> bool:
 
 # %% ../../nbs/50_loop.ipynb #8bef3c42
 CHECKPOINT = "checkpoint.pt"
+ATTEMPTS, ATTEMPT_LOG_S = "attempts.json", 30.0   # the attempt log beside the checkpoint, and how often it is rewritten
+
+def _read_attempts(path: Path) -> list[dict]:
+    "The attempt log of a training folder ([] if there is none; a log that cannot be read is restarted, with a warning)."
+    if not path.is_file(): return []
+    try: rows = json.loads(path.read_text())
+    except ValueError: rows = None
+    if not isinstance(rows, list):
+        import warnings; warnings.warn(f"{path}: not a list of training attempts; starting a new log"); return []
+    return rows
 
 def _make_optimizer(method: nn.Module, cfg: LoopConfig) -> torch.optim.Optimizer:
     params = [p for p in method.parameters() if p.requires_grad]
@@ -146,7 +156,8 @@ def fit(method: nn.Module, train_set: ImageSet, config: LoopConfig, out_dir: str
         interrupt_at: int | None = None, on_checkpoint: Callable[[int, nn.Module], None] | None = None) -> dict:
     """Train `method` on `train_set`; checkpoint/resume in `out_dir`.
 
-    Returns `{'history': [...], 'steps': T, 'resumed_from': s, 'train_seconds': wall time summed over all sessions}`.
+    Returns `{'history': [...], 'steps': T, 'resumed_from': s, 'train_seconds': the time one uninterrupted run takes,
+    'compute_seconds': the time spent over every attempt, killed ones included, 'attempts': their number}`.
 
     `run_config` identifies the run (a checkpoint from another config in `out_dir` is an error).
     `interrupt_at`: for tests, raise `KeyboardInterrupt` before that step, as a kill would (no extra checkpoint).
@@ -179,6 +190,18 @@ def fit(method: nn.Module, train_set: ImageSet, config: LoopConfig, out_dir: str
         # buffers (BN statistics, queues) are kept consistent by the methods themselves; no per-step broadcast
         model = nn.parallel.DistributedDataParallel(method, device_ids=dev, broadcast_buffers=False)
 
+    attempts_path = out_dir / ATTEMPTS
+    attempts = _read_attempts(attempts_path) if rank == 0 else []
+    attempt = None                       # this session's row of the attempt log (rank 0, only when there is work left)
+    if rank == 0 and step < total:
+        attempt = {"started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                   "from_step": step, "to_step": step, "seconds": 0.0, "finished": False}
+        attempts.append(attempt); out_dir.mkdir(parents=True, exist_ok=True); write_json(attempts_path, attempts)
+
+    def log_attempt(seconds, finished=False):
+        if attempt is None: return
+        attempt.update(to_step=step, seconds=round(seconds, 3), finished=finished); write_json(attempts_path, attempts)
+
     def save(step):
         if not _all_finite(method):
             raise TrainingDiverged(f"weights became NaN/inf before step {step}; last good checkpoint kept at {ckpt_path}")
@@ -187,6 +210,7 @@ def fit(method: nn.Module, train_set: ImageSet, config: LoopConfig, out_dir: str
             save_torch({"step": step, "method": method.state_dict(), "optimizer": optimizer.state_dict(),
                         "rng": rng_state(), "generators": gens, "history": history, "run_config": run_config,
                         "world_size": world, "train_seconds": seconds_before + time.perf_counter() - t_start}, ckpt_path)
+            log_attempt(time.perf_counter() - t_start)
         if world > 1: dist.barrier()
 
     bar = None
@@ -194,44 +218,50 @@ def fit(method: nn.Module, train_set: ImageSet, config: LoopConfig, out_dir: str
         from tqdm.auto import tqdm
         bar = tqdm(total=total, initial=step, desc=type(method).__name__, unit="step", dynamic_ncols=True)
     method.train()
-    t_start = t_last = time.perf_counter(); n_since = 0
-    while step < total:
-        if interrupt_at is not None and step == interrupt_at: raise KeyboardInterrupt(f"interrupted before step {step}")
-        lr = cosine_lr(step, total, config.lr, config.warmup_steps)
-        for g in optimizer.param_groups: g["lr"] = lr
-        idx = sampler(step)[rank::world]
-        x = runtime.images(to_float_images(train_set.images[idx.numpy()], runtime.device))
-        with runtime.autocast():
-            loss, logs = model(x, idx.to(runtime.device), gen)
-        finite = torch.isfinite(loss.detach()).float()
-        if world > 1: dist.all_reduce(finite, op=dist.ReduceOp.MIN)
-        if finite.item() < 1:
-            if bar is not None: bar.close()
-            last = torch.load(ckpt_path, map_location="cpu", weights_only=True)["step"] if ckpt_path.is_file() else None
-            raise TrainingDiverged(f"loss is {loss.item()} at step {step} (lr={lr:.4g}); stopped. Last good checkpoint: "
-                                   + (f"{ckpt_path} (step {last})" if last is not None else "none written yet")
-                                   + ". Lower the learning rate or check the data.")
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
-        if hasattr(method, "after_step"): method.after_step()
-        step += 1; n_since += len(idx) * world
-        history.append({"step": step, "loss": float(loss.detach()), "lr": lr, **{k: float(v) for k, v in (logs or {}).items()}})
-        if bar is not None:
-            now = time.perf_counter()
-            if now - t_last > 1.0 or step == total:
-                bar.set_postfix(loss=f"{history[-1]['loss']:.4f}", img_s=f"{n_since / (now - t_last):.0f}", refresh=False)
-                t_last, n_since = now, 0
-            bar.update(1)
-        if step % config.checkpoint_every == 0 or step == total:
-            save(step)
-            if on_checkpoint is not None and rank == 0:
-                on_checkpoint(step, method); method.train()
+    t_start = t_last = t_logged = time.perf_counter(); n_since = 0
+    try:
+        while step < total:
+            if interrupt_at is not None and step == interrupt_at: raise KeyboardInterrupt(f"interrupted before step {step}")
+            lr = cosine_lr(step, total, config.lr, config.warmup_steps)
+            for g in optimizer.param_groups: g["lr"] = lr
+            idx = sampler(step)[rank::world]
+            x = runtime.images(to_float_images(train_set.images[idx.numpy()], runtime.device))
+            with runtime.autocast():
+                loss, logs = model(x, idx.to(runtime.device), gen)
+            finite = torch.isfinite(loss.detach()).float()
+            if world > 1: dist.all_reduce(finite, op=dist.ReduceOp.MIN)
+            if finite.item() < 1:
+                if bar is not None: bar.close()
+                last = torch.load(ckpt_path, map_location="cpu", weights_only=True)["step"] if ckpt_path.is_file() else None
+                raise TrainingDiverged(f"loss is {loss.item()} at step {step} (lr={lr:.4g}); stopped. Last good checkpoint: "
+                                       + (f"{ckpt_path} (step {last})" if last is not None else "none written yet")
+                                       + ". Lower the learning rate or check the data.")
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            if hasattr(method, "after_step"): method.after_step()
+            step += 1; n_since += len(idx) * world
+            history.append({"step": step, "loss": float(loss.detach()), "lr": lr, **{k: float(v) for k, v in (logs or {}).items()}})
+            if bar is not None:
+                now = time.perf_counter()
+                if now - t_last > 1.0 or step == total:
+                    bar.set_postfix(loss=f"{history[-1]['loss']:.4f}", img_s=f"{n_since / (now - t_last):.0f}", refresh=False)
+                    t_last, n_since = now, 0
+                bar.update(1)
+            if attempt is not None and time.perf_counter() - t_logged > ATTEMPT_LOG_S:
+                log_attempt(time.perf_counter() - t_start); t_logged = time.perf_counter()
+            if step % config.checkpoint_every == 0 or step == total:
+                save(step)
+                if on_checkpoint is not None and rank == 0:
+                    on_checkpoint(step, method); method.train()
+    finally:   # the session's seconds, measured once: the same number enters both totals
+        session_s = time.perf_counter() - t_start
+        log_attempt(session_s, finished=step >= total)
     if bar is not None: bar.close()
     if rank == 0 and (resumed_from < total or not (out_dir / "history.json").is_file()):
         write_json(out_dir / "history.json", history)
-    return {"history": history, "steps": total, "resumed_from": resumed_from,
-            "train_seconds": seconds_before + time.perf_counter() - t_start}
+    return {"history": history, "steps": total, "resumed_from": resumed_from, "train_seconds": seconds_before + session_s,
+            "compute_seconds": sum(a["seconds"] for a in attempts), "attempts": len(attempts)}
 
 # %% ../../nbs/50_loop.ipynb #37f07731
 @runtime_checkable
@@ -320,6 +350,7 @@ def train_encoder(method: nn.Module, method_name: str, train_set: ImageSet, conf
         save_backbone(enc, Path(out_dir) / "backbone.pt", extra={
             "method": method_name, "config": run_config, "train_set": train_set.name, "n_images": len(train_set),
             "final_loss": out["history"][-1]["loss"], "train_seconds": round(out["train_seconds"], 2),
+            "compute_seconds": round(out["compute_seconds"], 2), "attempts": out["attempts"],
             "world_size": world_info()[1], "provenance": provenance(run_config, config.seed, started=started, runtime=runtime)})
     if dist.is_available() and dist.is_initialized(): dist.barrier()
     return enc
