@@ -15,8 +15,8 @@ import torch
 from ..metrics.inputs import as_features
 
 # %% auto #0
-__all__ = ['METRICS', 'wd_grid', 'Fused', 'LinearResult', 'linear_readout', 'linear_readout_train_test', 'LogisticFit',
-           'logistic_regression', 'ridge_readout', 'fuse_features']
+__all__ = ['METRICS', 'TRAIN_PER_CLASS', 'wd_grid', 'Fused', 'LinearResult', 'linear_readout', 'linear_readout_train_test',
+           'LogisticFit', 'logistic_regression', 'ridge_readout', 'fuse_features']
 
 # %% ../../nbs/75_linear.ipynb #e71a22dc
 def wd_grid(n_fused: int = 1, n: int = 45, shift: float = 2.0) -> np.ndarray:
@@ -52,19 +52,26 @@ class LinearResult:
 
 # %% ../../nbs/75_linear.ipynb #13ce1003
 def linear_readout(features, labels, metric: str = "accuracy", n_fused: int | None = None, wds=None, folds: int = 5,
-                   seed: int = 0, tol: float = 1e-4, max_iter: int = 1000, device=None, dtype=None) -> LinearResult:
+                   seed: int = 0, tol: float = 1e-4, max_iter: int = 1000, device=None, dtype=None,
+                   train_per_class: int | None = None) -> LinearResult:
     """Ericsson et al. (2022) linear readout: multinomial L2 logistic regression on the unstandardised features, 5-fold
-    stratified CV over `wd_grid(n_fused)` (C = 1/wd); mean and std over the folds at the best wd, and the whole curve."""
+    stratified CV over `wd_grid(n_fused)` (C = 1/wd); mean and std over the folds at the best wd, and the whole curve.
+    `train_per_class=k`: App. F's rule for Caltech-101 (30) and Flowers-102 (20), see `TRAIN_PER_CLASS`: each of the
+    `folds` draws k random training images per class and validates on all the others."""
     x, n_fused = _unfuse(features, n_fused)
     metric, x = _check_metric(metric), as_features(x, "features", min_samples=2)
     classes, codes = _check_labels(labels, len(x))
-    folds = _check_folds(folds, np.bincount(codes), classes)
     wds = _check_grid(wds, n_fused)
     tol, max_iter = _check_solver(tol, max_iter)
-    splits = _stratified(codes, folds, seed)
+    if train_per_class is None:
+        folds = _check_folds(folds, np.bincount(codes), classes)
+        splits, protocol = _stratified(codes, folds, seed), f"cv{folds}-stratified"
+    else:
+        folds = _check_folds(folds)
+        splits, protocol = _per_class_draws(codes, classes, train_per_class, folds, seed), f"{folds}x{train_per_class}-per-class"
     scores, iters = _logistic_scores(x, codes, len(classes), splits, wds, metric, tol, max_iter, _device(device), _compute_dtype(x, dtype))
     i, score, std = _best(scores)
-    return LinearResult(score, std, float(wds[i]), wds, scores, f"cv{folds}-stratified", metric, len(classes), 1 / len(classes), iters)
+    return LinearResult(score, std, float(wds[i]), wds, scores, protocol, metric, len(classes), 1 / len(classes), iters)
 
 def linear_readout_train_test(train_features, train_labels, test_features, test_labels, wd: float | None = None,
                               metric: str = "accuracy", n_fused: int | None = None, wds=None, folds: int = 5, seed: int = 0,
@@ -142,6 +149,21 @@ def _compute_dtype(x: np.ndarray, dtype) -> torch.dtype:
     if dtype is None: return torch.float32 if x.dtype == np.float32 else torch.float64
     if dtype not in (torch.float32, torch.float64): raise ValueError(f"dtype must be torch.float32, torch.float64 or None, got {dtype!r}")
     return dtype
+
+def _per_class_draws(codes, classes, k: int, folds: int, seed: int):
+    "`folds` (train, validation) splits, each training on `k` images per class drawn at random (seeded per fold)."
+    if isinstance(k, bool) or int(k) != k or k < 1: raise ValueError(f"train_per_class must be an integer >= 1, got {k!r}")
+    counts = np.bincount(codes)
+    if counts.min() <= k:
+        i = int(counts.argmin())
+        raise ValueError(f"class {classes[i]!r} has {counts[i]} images; train_per_class={k} leaves none to validate on")
+    members = [np.flatnonzero(codes == c) for c in range(len(counts))]
+    splits = []
+    for f in range(folds):
+        rng = np.random.default_rng([seed, f])
+        train = np.sort(np.concatenate([rng.choice(m, int(k), replace=False) for m in members]))
+        splits.append((train, np.setdiff1d(np.arange(len(codes)), train)))
+    return splits
 
 def _stratified(codes, folds: int, seed: int):
     from sklearn.model_selection import StratifiedKFold
@@ -298,6 +320,10 @@ def logistic_regression(features, labels, wd: float, tol: float = 1e-4, max_iter
     coef, intercept = Wo.T.cpu().numpy(), (b - fold.mean @ Wo).cpu().numpy()
     if len(classes) == 2: coef, intercept = coef[1:] - coef[:1], intercept[1:] - intercept[:1]
     return LogisticFit(coef, intercept, classes, it, ok)
+
+# %% ../../nbs/75_linear.ipynb #b7f2e4a2
+TRAIN_PER_CLASS = {"caltech-101": 30, "flowers-102": 20}   # Ericsson et al. App. F: training images per class per fold
+
 
 # %% ../../nbs/75_linear.ipynb #2080b3ce
 def ridge_readout(features, targets, n_fused: int | None = None, wds=None, folds: int = 5, seed: int = 0, device=None) -> LinearResult:

@@ -21,7 +21,8 @@ from ..train.methods import method_config
 from ..train.moco import MoCo
 
 # %% auto #0
-__all__ = ['RECIPE_VERSION', 'CLOCKS', 'compute_minutes', 'recipe_run', 'recipe_table', 'choose_recipe', 'plot_recipe']
+__all__ = ['RECIPE_VERSION', 'CLOCKS', 'compute_minutes', 'recipe_run', 'recipe_table', 'recipe_summary', 'choose_recipe',
+           'plot_recipe']
 
 # %% ../../nbs/76_recipe.ipynb #2ca733e3
 RECIPE_VERSION = 2   # bump when recipe_run's record changes meaning (2: compute minutes beside wall minutes)
@@ -71,13 +72,33 @@ def recipe_run(name: str, profile="cpu", overrides: dict | None = None, evaluati
 # %% ../../nbs/76_recipe.ipynb #fd72da0a
 def recipe_table(records: list[dict]) -> pd.DataFrame:
     "One row per recipe run: its overrides, final k-NN accuracy, training minutes, throughput and loss against chance."
-    rows = [{"run": r["name"], "knn_accuracy": r["knn_accuracy"], "untrained_knn_accuracy": r["untrained_knn_accuracy"],
+    rows = [{"run": r["name"], "seed": _seed(r), "knn_accuracy": r["knn_accuracy"], "untrained_knn_accuracy": r["untrained_knn_accuracy"],
              "compute_minutes": r["compute_minutes"], "train_minutes": r["train_minutes"],
              "images_per_second": r["images_per_second"],
              "final_loss": r["final_loss"], "chance_loss": r["chance_loss"],
              "contrastive_accuracy": r["final_contrastive_accuracy"],
              "overrides": ", ".join(f"{k}={v}" for k, v in r["overrides"].items()) or "(profile)"} for r in records]
     return pd.DataFrame(rows).set_index("run")
+
+def _seed(record: dict) -> int: return record.get("config", {}).get("seed", 0)
+
+_MEANS = ("knn_accuracy", "untrained_knn_accuracy", "compute_minutes", "train_minutes", "images_per_second",
+          "final_loss", "chance_loss", "final_contrastive_accuracy")
+
+def recipe_summary(records: list[dict]) -> list[dict]:
+    """One record per grid entry (run name), in order of first appearance: its first seed's record with the fields of
+    `_MEANS` replaced by their mean over the entry's seeds, plus `seeds` and `knn_accuracy_std` (NaN for one seed)."""
+    groups = {}
+    for r in records: groups.setdefault(r["name"], []).append(r)
+    out = []
+    for name, rs in groups.items():
+        seeds = [_seed(r) for r in rs]
+        if len(set(seeds)) < len(seeds): raise ValueError(f"recipe entry {name!r} has a seed twice: {seeds}")
+        acc = np.array([r["knn_accuracy"] for r in rs])
+        out.append(rs[0] | {k: float(np.mean([r[k] for r in rs])) for k in _MEANS} |
+                   {"seeds": seeds, "knn_accuracy_std": float(acc.std(ddof=1)) if len(rs) > 1 else float("nan"),
+                    "runs": rs})
+    return out
 
 CLOCKS = {"compute": "compute_minutes", "wall": "train_minutes"}   # budget clock -> record field
 
@@ -86,22 +107,28 @@ def _minutes_field(clock: str) -> str:
     return CLOCKS[clock]
 
 def choose_recipe(records: list[dict], budget_minutes: float, clock: str = "compute") -> dict:
-    "The run with the highest final k-NN accuracy among those that trained within `budget_minutes` on `clock`."
+    """The grid entry with the highest final k-NN accuracy (mean over its seeds) among those that trained within
+    `budget_minutes` on `clock` (mean over its seeds); its `recipe_summary` record."""
     field = _minutes_field(clock)
-    fits = [r for r in records if r[field] <= budget_minutes]
+    fits = [r for r in recipe_summary(records) if r[field] <= budget_minutes]
     if not fits: raise ValueError(f"no recipe run trained within {budget_minutes} {clock} minutes; fastest took "
                                   f"{min(r[field] for r in records):.1f}")
     return max(fits, key=lambda r: (r["knn_accuracy"], -r[field]))
 
 def plot_recipe(records: list[dict], references: dict[str, float] | None = None, budget_minutes: float | None = None,
                 ax=None, title: str | None = None, clock: str = "compute"):
-    "Held-out k-NN accuracy against training minutes on `clock`, one line per run; `references`: name -> accuracy (lines)."
+    """Held-out k-NN accuracy against training minutes on `clock`, one line per run (the seeds of a grid entry share its
+    colour and label); `references`: name -> accuracy (lines)."""
     import matplotlib.pyplot as plt
     if ax is None: _, ax = plt.subplots(figsize=(7, 4))
+    colours = {}
     for r in records:
         t = [compute_minutes(c) if _minutes_field(clock) == "compute_minutes" else c["train_seconds"] / 60 for c in r["curve"]]
         a = [c["knn_accuracy"] for c in r["curve"]]
-        ax.plot(t, a, marker="o", ms=3, label=r["name"])
+        first = r["name"] not in colours
+        line, = ax.plot(t, a, marker="o", ms=3, label=r["name"] if first else None, color=colours.get(r["name"]),
+                        alpha=1.0 if first else 0.6)
+        colours.setdefault(r["name"], line.get_color())
     for i, (name, acc) in enumerate((references or {}).items()):
         ax.axhline(acc, color=str(0.3 + 0.25 * i), ls="--" if i else ":", lw=1); ax.annotate(name, (0, acc), va="bottom", fontsize=8)
     if budget_minutes is not None: ax.axvline(budget_minutes, color="k", lw=0.8, alpha=0.5)

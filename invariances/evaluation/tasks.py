@@ -15,6 +15,7 @@ from ..data.classification import (load_caltech101, load_cifar10, load_cub200, l
                                              load_tiny_imagenet)
 from ..data.imageset import ImageSet
 from ..data.landmarks import load_300w, load_celeba, load_lsp
+from .linear import TRAIN_PER_CLASS
 
 # %% auto #0
 __all__ = ['DOWNSTREAM_TASKS', 'DownstreamTask', 'few_shot', 'downstream_task']
@@ -31,6 +32,7 @@ class DownstreamTask:
     target_columns: list[str]
     folds: int | None = None  # k-fold CV on `train` when `test` is None
     n_classes: int | None = None
+    train_per_class: int | None = None   # folds that train on this many images per class (Ericsson et al. App. F)
 
     def __post_init__(self):
         if self.kind not in ("classification", "regression"): raise ValueError(f"{self.name}: kind must be classification|regression, got {self.kind!r}")
@@ -68,10 +70,12 @@ def downstream_task(name: str, root=None, size=None, seed: int = 0, **kw) -> Dow
         return DownstreamTask(name, _concat([a, b], "cifar-10/all"), None, "classification", "accuracy", ["target"], 5, 10)
     if name == "caltech101":
         s = load_caltech101(root, size or 224, **kw)
-        return DownstreamTask(name, s, None, "classification", "mean_per_class_accuracy", ["target"], 5, int(s.meta.target.nunique()))
+        return DownstreamTask(name, s, None, "classification", "mean_per_class_accuracy", ["target"], 5, int(s.meta.target.nunique()),
+                              TRAIN_PER_CLASS["caltech-101"])
     if name == "flowers102":
         s = load_flowers102(root, None, size or 224, **kw)
-        return DownstreamTask(name, s, None, "classification", "mean_per_class_accuracy", ["target"], 5, int(s.meta.target.nunique()))
+        return DownstreamTask(name, s, None, "classification", "mean_per_class_accuracy", ["target"], 5, int(s.meta.target.nunique()),
+                              TRAIN_PER_CLASS["flowers-102"])
     if name.startswith("flowers102-") and name.endswith("shot"):
         shots = int(name.split("-")[1][:-4])
         pool = _concat([load_flowers102(root, "train", size or 224, **kw), load_flowers102(root, "val", size or 224, **kw)], "flowers-102/trainval")
