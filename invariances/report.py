@@ -5,7 +5,7 @@
 # %% ../nbs/81_report.ipynb #678647d9
 from __future__ import annotations
 
-import datetime, json, os
+import datetime, json, os, sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,64 +18,122 @@ from .runs import table_markdown
 from .repro import load_batch, project_root
 
 # %% auto #0
-__all__ = ['CLAIM_KEYS', 'Claim', 'ClaimResult', 'load_claims', 'check_claim', 'load_paper_values', 'side_by_side',
-           'build_report']
+__all__ = ['CLAIM_KEYS', 'OPTIONAL_CLAIM_KEYS', 'Claim', 'load_claims', 'ClaimResult', 'marks_mask', 'check_claim',
+           'load_paper_values', 'side_by_side', 'claim_outcome', 'claims_section', 'build_report']
 
 # %% ../nbs/81_report.ipynb #a5a5a0ab
-CLAIM_KEYS = {"id", "paper", "quote", "run", "table", "check", "rows", "columns", "expect", "higher_is_better", "require"}
+CLAIM_KEYS = {"id", "paper", "quote", "rule", "run", "table", "check", "rows", "columns", "expect",
+              "order", "at_least", "hedge", "marks"}
+OPTIONAL_CLAIM_KEYS = {"order", "at_least", "hedge", "marks"}
 
 @dataclass
 class Claim:
     id: str
     paper: str
-    quote: str
+    quote: str                   # the paper's sentence, word for word
+    rule: str                    # in words: what a column must show, how many columns are needed ("N of M") and why
     run: str
     table: str
-    check: str
+    check: str                   # best | between
     rows: list
     columns: list
     expect: str
-    higher_is_better: bool = True
-    require: str = "all"
+    order: str = "highest"       # best: `expect` has the highest (or lowest) value of `rows`
+    at_least: int | None = None  # columns needed; None: all of them
+    hedge: str | None = None     # the quote's hedging words ("tends to"): the threshold is the paper's count less one
+    marks: str | None = None     # the run's table of significance marks: a column counts only where `expect` is marked
 
-@dataclass
-class ClaimResult:
-    claim: Claim
-    held: bool | None                      # None: not evaluated (missing run or table)
-    passed: dict = field(default_factory=dict)   # column -> bool
-    detail: str = ""
+    @property
+    def needed(self) -> int: return len(self.columns) if self.at_least is None else int(self.at_least)
 
 def load_claims(path: str | os.PathLike) -> list[Claim]:
-    "Read and validate `claims.yaml`."
+    "Read and validate `claims.yaml`; every error names the file, the claim and the key."
     spec = yaml.safe_load(Path(path).read_text()) or []
+    if not isinstance(spec, list): raise ValueError(f"{path}: expected a list of claims, got {type(spec).__name__}")
     claims, seen = [], set()
     for i, c in enumerate(spec):
         if not isinstance(c, dict): raise ValueError(f"{path}: claim #{i} is not a mapping")
-        missing, unknown = CLAIM_KEYS - set(c) - {"higher_is_better", "require"}, set(c) - CLAIM_KEYS
-        if missing or unknown: raise ValueError(f"{path}: claim {c.get('id', i)!r}: missing keys {sorted(missing)}, unknown keys {sorted(unknown)}")
-        if c["check"] not in ("best", "between"): raise ValueError(f"{path}: claim {c['id']!r}: unknown check {c['check']!r} (best, between)")
-        if c.get("require", "all") not in ("all", "majority"): raise ValueError(f"{path}: claim {c['id']!r}: require must be all or majority")
-        if c["expect"] not in c["rows"]: raise ValueError(f"{path}: claim {c['id']!r}: expect {c['expect']!r} is not among rows {c['rows']}")
+        where = f"{path}: claim {c.get('id', i)!r}"
+        missing, unknown = CLAIM_KEYS - OPTIONAL_CLAIM_KEYS - set(c), set(c) - CLAIM_KEYS
+        if missing or unknown:
+            hint = (" (`require` and `higher_is_better` are now `at_least` and `order`)"
+                    if unknown & {"require", "higher_is_better"} else "")
+            raise ValueError(f"{where}: missing keys {sorted(missing)}, unknown keys {sorted(unknown)}{hint}")
+        if c["check"] not in ("best", "between"): raise ValueError(f"{where}: unknown check {c['check']!r} (best, between)")
+        if c.get("order", "highest") not in ("highest", "lowest"):
+            raise ValueError(f"{where}: order must be highest or lowest, got {c['order']!r}")
+        if c["expect"] not in c["rows"]: raise ValueError(f"{where}: expect {c['expect']!r} is not among rows {c['rows']}")
+        cols = c["columns"]
+        if not isinstance(cols, list) or not cols or len(set(cols)) != len(cols):
+            raise ValueError(f"{where}: columns must be a non-empty list without repeats, got {cols!r}")
+        n = c.get("at_least", len(cols))
+        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= len(cols):
+            raise ValueError(f"{where}: at_least must be an integer from 1 to {len(cols)} (its number of columns), got {n!r}")
+        if f"{n} of {len(cols)}" not in c["rule"]:
+            raise ValueError(f"{where}: the rule must state its threshold as '{n} of {len(cols)}', got {c['rule']!r}")
+        if c.get("hedge") is not None and c["hedge"] not in c["quote"]:
+            raise ValueError(f"{where}: hedge {c['hedge']!r} is not words of the quote")
+        if c.get("marks") and c["check"] != "best":
+            raise ValueError(f"{where}: marks apply to check best (the paper marks the significantly best model)")
         if c["id"] in seen: raise ValueError(f"{path}: claim id {c['id']!r} appears twice")
         seen.add(c["id"]); claims.append(Claim(**c))
     return claims
 
-def check_claim(claim: Claim, table: pd.DataFrame | None) -> ClaimResult:
-    "Evaluate one claim on a table (rows = models, columns = conditions)."
+# %% ../nbs/81_report.ipynb #c1a1b2c4
+@dataclass
+class ClaimResult:
+    claim: Claim
+    held: bool | None                            # None: not evaluated (missing run, table, marks or values)
+    passed: dict = field(default_factory=dict)   # column -> it counts (check passes; and significant, with marks)
+    point: dict = field(default_factory=dict)    # column -> the check passes on the point estimates alone
+    detail: str = ""
+
+    @property
+    def count(self) -> int: return sum(self.passed.values())
+    @property
+    def point_count(self) -> int: return sum(self.point.values())
+    @property
+    def fraction(self) -> str: return f"{self.count}/{len(self.passed)}" if self.passed else "-"
+
+def marks_mask(marks: pd.DataFrame) -> pd.DataFrame:
+    "Significance marks as booleans: a cell is marked when it holds True or a non-empty mark such as `•`."
+    def one(v):
+        if isinstance(v, (bool, np.bool_)): return bool(v)
+        if v is None or (isinstance(v, float) and np.isnan(v)): return False
+        return str(v).strip().lower() not in ("", "false", "0", "nan")
+    return marks.map(one).astype(bool)
+
+def check_claim(claim: Claim, table: pd.DataFrame | None, marks: pd.DataFrame | None = None) -> ClaimResult:
+    """Evaluate `claim` on `table` (rows = models, columns = conditions) and, for a claim with `marks`, on the run's
+    marks table (same layout, a mark where a model is significantly the best)."""
     if table is None: return ClaimResult(claim, None, detail=f"table `{claim.table}` of run `{claim.run}` not found")
     missing = [r for r in claim.rows if r not in table.index] + [c for c in claim.columns if c not in table.columns]
     if missing: return ClaimResult(claim, None, detail=f"table `{claim.table}` lacks {missing}")
-    sign = 1.0 if claim.higher_is_better else -1.0
-    passed = {}
+    values = table.loc[claim.rows, claim.columns].astype(float)
+    if values.isna().any().any():
+        nan = [f"{r}/{c}" for r in values.index for c in values.columns if np.isnan(values.loc[r, c])]
+        return ClaimResult(claim, None, detail=f"table `{claim.table}` has no value in {nan}")
+    if claim.marks:
+        if marks is None:
+            return ClaimResult(claim, None, detail=f"marks table `{claim.marks}` of run `{claim.run}` not found "
+                                                    "(the claim counts only significant columns)")
+        gaps = ([claim.expect] if claim.expect not in marks.index else []) + [c for c in claim.columns if c not in marks.columns]
+        if gaps: return ClaimResult(claim, None, detail=f"marks table `{claim.marks}` lacks {gaps}")
+        marked = marks_mask(marks)
+    v = values * (1.0 if claim.order == "highest" else -1.0)
+    point = {}
     for col in claim.columns:
-        v = table.loc[claim.rows, col].astype(float) * sign
-        if claim.check == "best": passed[col] = bool(v.idxmax() == claim.expect and (v == v.max()).sum() == 1)
+        x = v[col]
+        if claim.check == "best": point[col] = bool(x[claim.expect] == x.max() and (x == x.max()).sum() == 1)
         else:
-            others = v.drop(claim.expect)
-            passed[col] = bool(others.min() <= v[claim.expect] <= others.max())
-    n = sum(passed.values())
-    held = n == len(passed) if claim.require == "all" else n > len(passed) / 2
-    return ClaimResult(claim, held, passed, f"{n}/{len(passed)} columns")
+            others = x.drop(claim.expect)
+            point[col] = bool(others.min() <= x[claim.expect] <= others.max())
+    passed = {c: ok and bool(marked.loc[claim.expect, c]) for c, ok in point.items()} if claim.marks else dict(point)
+    r = ClaimResult(claim, None, passed, point)
+    r.held = r.count >= claim.needed
+    r.detail = (f"{r.count}/{len(passed)} columns significant ({r.point_count}/{len(point)} by point estimate)"
+                if claim.marks else f"{r.count}/{len(passed)} columns") + f"; needs {claim.needed}"
+    return r
 
 # %% ../nbs/81_report.ipynb #5b4e1019
 def load_paper_values(path: str | os.PathLike, measure: str, column: str = "value") -> pd.DataFrame:
@@ -97,6 +155,25 @@ def side_by_side(ours: pd.DataFrame, paper: pd.DataFrame, fmt: str = ".2f", ours
             out.loc[r, c] = f"{ours.loc[r, c]:{fmt}}{marked(ours_marks, r, c)} ({theirs})"
     out.index.name = ours.index.name or "model"
     return out
+
+# %% ../nbs/81_report.ipynb #c1a1b2c6
+def claim_outcome(r: ClaimResult) -> str:
+    "`held (15/18, needs 16)`, `**not held** (...)` or `not evaluated`: the fraction always beside the verdict."
+    if r.held is None: return "not evaluated"
+    return f"{'held' if r.held else '**not held**'} ({r.fraction}, needs {r.claim.needed})"
+
+def claims_section(results: list[ClaimResult]) -> list[str]:
+    "The report's claims: the paper's words, our rule, the verdict with its count, and the per-column outcome."
+    held = sum(r.held is True for r in results); unevaluated = sum(r.held is None for r in results)
+    rows = [{"claim": r.claim.id, "the paper's words": f"{r.claim.paper}: “{r.claim.quote}”", "rule": r.claim.rule,
+             "result": claim_outcome(r),
+             "point estimates": f"{r.point_count}/{len(r.point)}" if r.claim.marks and r.point else "",
+             "columns": (", ".join(f"{k} {'yes' if v else 'no'}" for k, v in r.passed.items()) if r.passed else r.detail)}
+            for r in results]
+    return ["## Claims", "", f"{held} of {len(results)} claims held at this scale" +
+            (f" ({unevaluated} not evaluated)." if unevaluated else ".") + " A claim holds when at least the stated number of "
+            "columns pass; where the paper's sentence rests on its significance marks, a column counts only when our "
+            "Hoeffding test marks it too (the point-estimate count beside it).", "", table_markdown(pd.DataFrame(rows))]
 
 # %% ../nbs/81_report.ipynb #48d66df6
 def _read_table(run_dir: Path, name: str) -> pd.DataFrame | None:
@@ -137,14 +214,9 @@ def build_report(batch: str, root: str | os.PathLike | None = None, out: str | o
               f"the same configuration is loaded from the cache), so the batch from scratch costs about "
               f"{wall - trained_here + train:.0f} min.", ""]
     # claims
-    results = [check_claim(c, _read_table(runs_dir / c.run, c.table)) for c in claims if c.run in {r.name for r in b.runs}]
-    if results:
-        mark = {True: "held", False: "**not held**", None: "not evaluated"}
-        crow = [{"claim": r.claim.id, "paper": r.claim.paper, "statement": r.claim.quote, "result": mark[r.held],
-                 "detail": r.detail + (": " + ", ".join(f"{k} {'yes' if v else 'no'}" for k, v in r.passed.items()) if r.passed else "")}
-                for r in results]
-        held = sum(r.held is True for r in results)
-        lines += ["## Claims", "", f"{held} of {len(results)} claims held at this scale.", "", table_markdown(pd.DataFrame(crow))]
+    results = [check_claim(c, _read_table(runs_dir / c.run, c.table), _read_table(runs_dir / c.run, c.marks) if c.marks else None)
+               for c in claims if c.run in {r.name for r in b.runs}]
+    if results: lines += claims_section(results)
     # our numbers beside the paper's
     for comp in comps or []:
         if comp["run"] not in {r.name for r in b.runs}: continue

@@ -1,5 +1,7 @@
-"""The committed claims and paper values are consistent with each other, and each claim holds on the paper's own
-numbers (a transcription or claim-writing error would show up here)."""
+"""The committed claims and paper values are consistent with each other: each claim holds on the paper's own numbers,
+its threshold is the paper's own count (less one when the sentence hedges), and its quote is the paper's sentence
+(a transcription or claim-writing error, or a claim weakened to hold at our scale, shows up here)."""
+import os, re
 from pathlib import Path
 
 import pandas as pd
@@ -11,18 +13,50 @@ from invariances.report import check_claim, load_claims, load_paper_values
 ROOT = Path(__file__).resolve().parents[1]
 CLAIMS = load_claims(ROOT / "repro" / "claims.yaml")
 COMPARISONS = yaml.safe_load((ROOT / "repro" / "comparisons.yaml").read_text())
+# the papers' text (not part of the repository): $INVARIANCES_PAPERS, or shared/papers beside the clone
+PAPERS = Path(os.environ.get("INVARIANCES_PAPERS") or ROOT.parent / "shared" / "papers")
+PAPER_TEXT = {"Ericsson et al. 2022": "ericsson-gouk-hospedales-2022-why-transfer.md"}
 
 
-def paper_table(claim):
-    comp = next((c for c in COMPARISONS if c["run"] == claim.run and c["table"] == claim.table), None)
+def paper_result(claim):
+    "The claim checked on the paper's own table, with the paper's bullets as marks."
+    comp = next((c for c in COMPARISONS if c["run"] == claim.run and c.get("table") == claim.table and c.get("paper_values")), None)
     if comp is None: pytest.skip(f"no paper values for {claim.run}/{claim.table}")
-    return load_paper_values(ROOT / "repro" / "paper_values" / comp["paper_values"], comp["measure"])
+    pv = ROOT / "repro" / "paper_values" / comp["paper_values"]
+    marks = load_paper_values(pv, "similarity", "significant").astype(bool) if claim.marks else None
+    return check_claim(claim, load_paper_values(pv, comp["measure"]), marks)
 
 
 @pytest.mark.parametrize("claim", CLAIMS, ids=[c.id for c in CLAIMS])
 def test_claim_holds_on_the_papers_numbers(claim):
-    result = check_claim(claim, paper_table(claim))
-    assert result.held is True, f"{claim.id} does not hold on the paper's own table: {result.passed}"
+    result = paper_result(claim)
+    assert result.held is True, f"{claim.id} does not hold on the paper's own table: {result.detail}"
+
+
+@pytest.mark.parametrize("claim", CLAIMS, ids=[c.id for c in CLAIMS])
+def test_threshold_is_the_papers_count(claim):
+    """As strong as the paper's words: the threshold is the number of columns in which the paper's own table shows the
+    claim (its significant columns when the claim needs marks), one less when the sentence hedges ("tends to")."""
+    paper = paper_result(claim)
+    want = paper.count - (1 if claim.hedge else 0)
+    assert claim.needed == want, (f"{claim.id}: at_least {claim.needed}, but the paper's table shows {paper.fraction}"
+                                  f"{' (hedged: one less)' if claim.hedge else ''}, so it should be {want}")
+
+
+@pytest.mark.parametrize("claim", CLAIMS, ids=[c.id for c in CLAIMS])
+def test_quote_is_the_papers_sentence(claim):
+    name = next((f for k, f in PAPER_TEXT.items() if claim.paper.startswith(k)), None)
+    assert name, f"{claim.id}: no paper text known for {claim.paper!r} (add it to PAPER_TEXT)"
+    if not (PAPERS / name).is_file(): pytest.skip(f"paper text {PAPERS / name} not here (set INVARIANCES_PAPERS)")
+    squash = lambda s: re.sub(r"\s+", " ", s).strip()
+    assert squash(claim.quote) in squash((PAPERS / name).read_text()), f"{claim.id}: quote not found word for word in {name}"
+
+
+def test_claims_cover_the_sentences_that_need_significance():
+    "The 'Results' paragraph's 'most invariant' sentences rest on the paper's marks: their claims count marked columns only."
+    marked = {c.id for c in CLAIMS if c.marks}
+    assert {"egh-t2-spatial-rotation-translation", "egh-t2-appearance-colour-texture"} <= marked
+    assert all(c.marks == "similarity_marks" and c.table == "similarity" for c in CLAIMS if c.marks)
 
 
 def test_paper_table2_transcription_shape():
