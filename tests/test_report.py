@@ -65,55 +65,144 @@ def test_paper_table2_transcription_shape():
     assert df[df.significant].groupby("measure").size().to_dict() == {"similarity": 14}  # 7 bullets for Spatial, 7 for Appearance
 
 
+def _project(tmp_path, runs=("ericsson-table2",), comparisons=None):
+    "A fake project: batch `t` with `runs`, the paper values, claims and comparisons of the repository."
+    import shutil
+    (tmp_path / "settings.ini").write_text("")
+    for d in ("repro/batches", "repro/paper_values", "nbs/experiments", "repro/runs/t"): (tmp_path / d).mkdir(parents=True, exist_ok=True)
+    nb = lambda r: r.replace("-", "_") + ".ipynb"
+    for r in runs: (tmp_path / "nbs/experiments" / nb(r)).write_text("{}")
+    (tmp_path / "repro/batches/t.yaml").write_text(yaml.safe_dump({"description": "a test", "runs": [{"name": r, "notebook": nb(r)} for r in runs]}))
+    shutil.copy(ROOT / "repro/paper_values/ericsson_table2.csv", tmp_path / "repro/paper_values/")
+    shutil.copy(ROOT / "repro/claims.yaml", tmp_path / "repro/claims.yaml")
+    shutil.copy(ROOT / "repro/scoreboard.yaml", tmp_path / "repro/scoreboard.yaml")
+    (tmp_path / "repro/comparisons.yaml").write_text(yaml.safe_dump(comparisons if comparisons is not None else [
+        {"title": "Similarity", "run": "ericsson-table2", "table": "similarity", "paper_values": "ericsson_table2.csv", "measure": "similarity", "marks": "similarity_marks"},
+        {"title": "Training", "run": "ericsson-table2", "table": "training"}]))
+    return tmp_path
+
+
+def _table2_folder(d, key="k1", value=0.123):
+    "A complete ericsson-table2 result: the paper's own similarity table (so every similarity claim can be checked), one cell changed."
+    import json
+    d.mkdir(parents=True, exist_ok=True)
+    sim = load_paper_values(ROOT / "repro/paper_values/ericsson_table2.csv", "similarity")
+    sim.loc["spatial", "hue"] = value; sim.index.name = "model"; sim.to_csv(d / "similarity.csv")
+    load_paper_values(ROOT / "repro/paper_values/ericsson_table2.csv", "similarity", "significant").astype(bool).map(
+        lambda v: "•" if v else "").rename_axis("model").to_csv(d / "similarity_marks.csv")
+    pd.DataFrame({"model": ["default"], "steps": [500], "accuracy, last 50 steps": [0.0625]}).set_index("model").to_csv(d / "training.csv")
+    (d / "provenance.json").write_text(json.dumps({"runner": {"wall_s": 150.0, "git": {"commit": "abcdef1234567"}}}))
+    (d / "cost.json").write_text(json.dumps({"train_s": {"moco-default": 600.0, "random": 0.0}}))
+    (d / ".done.json").write_text(json.dumps({"key": key}))
+
+
+def _status(runs_dir, **runs):
+    import json
+    (runs_dir / "status.json").write_text(json.dumps({n: {"status": st, "key": key, "message": msg, "seconds": 60.0, "folder": str(runs_dir / n)}
+                                                      for n, (st, key, msg) in runs.items()}))
+
+
 def test_build_report_from_run_folders(tmp_path):
     """A report built from a fake run folder: the cost comes from the runner's record, a paper comparison shows
-    "ours (paper)" cells, and a comparison without paper values shows our table alone."""
-    import json, shutil
+    "ours (paper)" cells with both sets of marks, a comparison without paper values shows our table alone, the
+    claims are checked on the run's tables and the scoreboard counts them."""
+    import json
     from invariances.report import build_report
-    (tmp_path / "settings.ini").write_text("")
-    for d in ("repro/batches", "repro/paper_values", "nbs/experiments", "repro/runs/t/ericsson-table2"):
-        (tmp_path / d).mkdir(parents=True)
-    (tmp_path / "nbs/experiments/ericsson_table2.ipynb").write_text("{}")
-    (tmp_path / "repro/batches/t.yaml").write_text("description: a test\nruns:\n  - {name: ericsson-table2, notebook: ericsson_table2.ipynb}\n")
-    shutil.copy(ROOT / "repro/paper_values/ericsson_table2.csv", tmp_path / "repro/paper_values/")
-    (tmp_path / "repro/comparisons.yaml").write_text(yaml.safe_dump([
-        {"title": "Similarity", "run": "ericsson-table2", "table": "similarity", "paper_values": "ericsson_table2.csv", "measure": "similarity"},
-        {"title": "Training", "run": "ericsson-table2", "table": "training"}]))
-    run = tmp_path / "repro/runs/t/ericsson-table2"
-    pd.DataFrame({"model": ["spatial"], "hue": [0.123]}).set_index("model").to_csv(run / "similarity.csv")
-    pd.DataFrame({"model": ["default"], "steps": [500], "accuracy, last 50 steps": [0.0625]}).set_index("model").to_csv(run / "training.csv")
-    (run / "provenance.json").write_text(json.dumps({"runner": {"wall_s": 150.0, "git": {"commit": "abcdef1234567"}}}))
-    (run / "cost.json").write_text(json.dumps({"train_s": {"moco-default": 600.0, "random": 0.0}}))
-    (run / ".done.json").write_text("{}")
-    text = build_report("t", tmp_path, tmp_path / "REPORT.md")
+    root = _project(tmp_path); run = root / "repro/runs/t/ericsson-table2"
+    _table2_folder(run)
+    _status(root / "repro/runs/t", **{"ericsson-table2": ("ok", "k1", "")})
+    rep = build_report("t", root, root / "REPORT.md")
+    text = rep.text
+    assert rep.computed and rep.path == root / "REPORT.md" and (root / "REPORT.md").read_text() == text
     paper = pd.read_csv(ROOT / "repro/paper_values/ericsson_table2.csv", comment="#")
     spatial_hue = paper.query("measure == 'similarity' and model == 'spatial' and transform == 'hue'")["value"].item()
-    assert f"0.12 ({spatial_hue:.2f})" in text
+    assert f"0.12 ({spatial_hue:.2f})" in text and "0.70• (0.70•)" in text            # spatial rotation, marked in both
     assert "## Training" in text and "| default | 500 | 0.06 |" in text
-    assert "| ericsson-table2 | ericsson_table2.ipynb | done | 2.5 | 10.0 |" in text and "abcdef1234" in text
-    assert (tmp_path / "REPORT.md").read_text() == text
-    # models from the cache: the batch from scratch is the run's 2.5 min plus their 10 min of training
-    assert "so the batch from scratch costs about 12 min" in text
+    assert "| ericsson-table2 | ericsson_table2.ipynb | ok | 2.5 | 10.0 |  | 1.0 | abcdef1234 |  |" in text
+    assert "so the batch from scratch costs about 12 min" in text and "This invocation spent 1.0 min" in text
+    # the similarity claims are checked on (almost) the paper's own table and hold; the distance claims lack their table
+    sim_claims = [c for c in CLAIMS if c.table == "similarity"]
+    assert f"| Ericsson, Gouk & Hospedales 2022 | Table 2 | - | Table 3," in text
+    assert f"| {len(sim_claims)} of {len(CLAIMS)} ({len(CLAIMS) - len(sim_claims)} not evaluated) |" in text
+    assert "held (17/18, needs 16)" in text and "held (2/2, needs 2)" in text
     # a model trained by the run itself: its 10 min are already inside the run's wall time (here 12.5 min)
     (run / "provenance.json").write_text(json.dumps({"runner": {"wall_s": 750.0, "git": {"commit": "abcdef1234567"}}}))
     (run / "cost.json").write_text(json.dumps({"train_s": {"moco-default": 600.0}, "train_s_in_run": {"moco-default": 600.0}}))
-    text = build_report("t", tmp_path, tmp_path / "REPORT.md")
-    assert "12.5 min, 10.0 of them training zoo models" in text and "from scratch costs about 12 min" in text
+    text = build_report("t", root, root / "REPORT.md").text
+    assert "12.5 min when they were computed, 10.0 of them training zoo models" in text and "from scratch costs about 12 min" in text
+
+
+def test_report_shows_nothing_of_a_failed_or_stale_run(tmp_path):
+    """Issue 17: the folder of a failed run still holds the previous run's tables; the report shows none of its numbers,
+    says it failed with the message and the log, and its claims are not evaluated. The same for a stale run (its
+    .done.json key is not the one status.json vouches for) and a run the invocation did not run."""
+    from invariances.report import build_report
+    root = _project(tmp_path, runs=("ericsson-table2", "other")); runs_dir = root / "repro/runs/t"
+    _table2_folder(runs_dir / "ericsson-table2", key="old", value=0.777)
+    (runs_dir / "other").mkdir(); (runs_dir / "other/.done.json").write_text('{"key": "k9"}')
+    (runs_dir / "ericsson-table2.failed").mkdir(); (runs_dir / "ericsson-table2.failed/log.txt").write_text("Traceback: boom")
+    for st, key in (("failed", "new"), ("ok", "new"), ("not-run", "")):
+        _status(runs_dir, **{"ericsson-table2": (st, key, "backbone.pt of moco-default is truncated" if st == "failed" else ""),
+                             "other": ("ok", "k9", "")})
+        rep = build_report("t", root, root / "REPORT.md")
+        want = {"failed": "failed", "ok": "stale", "not-run": "not-run"}[st]
+        assert rep.computed and f"## Run `ericsson-table2`: {want}, nothing shown" in rep.text, rep.text
+        assert "0.78" not in rep.text and "0.777" not in rep.text and "| default | 500 |" not in rep.text
+        assert "Not shown: Similarity; Training." in rep.text
+        assert all(line.count("not evaluated") for line in rep.text.splitlines() if line.startswith("| egh-t2-"))
+        assert "held (" not in rep.text and f"0 of {len(CLAIMS)} ({len(CLAIMS)} not evaluated)" in rep.text
+        assert "`ericsson-table2`: commit" not in rep.text                       # no provenance of a result not shown
+    _status(runs_dir, **{"ericsson-table2": ("failed", "new", "backbone.pt of moco-default is truncated"), "other": ("ok", "k9", "")})
+    text = build_report("t", root, root / "REPORT.md").text
+    assert "backbone.pt of moco-default is truncated. Log: `repro/runs/t/ericsson-table2.failed/log.txt`." in text
+    assert "| Ericsson, Gouk & Hospedales 2022 | - | Table 2 (run `ericsson-table2` failed) |" in text
+
+
+def test_a_batch_that_computed_nothing_never_overwrites_the_report(tmp_path, capsys):
+    "Every run failed: the committed report stays; the new one goes to <report>.failed, and says so; a later success removes it."
+    from invariances.report import build_report
+    root = _project(tmp_path); runs_dir = root / "repro/runs/t"
+    committed = root / "repro/REPORT.md"; committed.write_text("the committed report\n")
+    _table2_folder(runs_dir / "ericsson-table2", key="old")
+    _status(runs_dir, **{"ericsson-table2": ("failed", "new", "no data under /empty")})
+    rep = build_report("t", root, committed)
+    assert not rep.computed and rep.path == root / "repro/REPORT.md.failed" and rep.path.read_text() == rep.text
+    assert committed.read_text() == "the committed report\n"
+    assert "This batch computed nothing" in rep.text and "no data under /empty" in rep.text
+    assert str(rep.path) in rep.message and str(committed) in rep.message and str(rep.path) in capsys.readouterr().err
+    _table2_folder(runs_dir / "ericsson-table2", key="new")
+    _status(runs_dir, **{"ericsson-table2": ("ok", "new", "")})
+    rep = build_report("t", root, committed)
+    assert rep.computed and committed.read_text() == rep.text and not (root / "repro/REPORT.md.failed").exists()
+
+
+def test_a_run_folder_without_status_json_is_shown_as_status_unknown(tmp_path):
+    "An older runner wrote no status.json: a run with .done.json is shown and labelled; one without is not run."
+    from invariances.report import build_report
+    root = _project(tmp_path, runs=("ericsson-table2", "other"))
+    _table2_folder(root / "repro/runs/t/ericsson-table2")
+    text = build_report("t", root, root / "REPORT.md").text
+    assert "| ericsson-table2 | ericsson_table2.ipynb | done (status unknown) |" in text and "0.12 (" in text
+    assert "No `status.json` in `t/`" in text and "| other | other.ipynb | not run |" in text
 
 
 def test_report_shows_a_runs_figure(tmp_path):
     "A comparison entry with `figure` copies the run's PNG beside the report and links it; a missing figure is skipped."
-    import json
     from invariances.report import build_report
-    (tmp_path / "settings.ini").write_text("")
-    for d in ("repro/batches", "nbs/experiments", "repro/runs/t/rec"): (tmp_path / d).mkdir(parents=True)
-    (tmp_path / "nbs/experiments/rec.ipynb").write_text("{}")
-    (tmp_path / "repro/batches/t.yaml").write_text("description: a test\nruns:\n  - {name: rec, notebook: rec.ipynb}\n")
-    (tmp_path / "repro/comparisons.yaml").write_text(yaml.safe_dump([
-        {"title": "Curve", "note": "a curve", "run": "rec", "figure": "curve"},
-        {"title": "Absent", "run": "rec", "figure": "absent"}]))
+    root = _project(tmp_path, runs=("rec",), comparisons=[{"title": "Curve", "note": "a curve", "run": "rec", "figure": "curve"},
+                                                          {"title": "Absent", "run": "rec", "figure": "absent"}])
+    (root / "repro/runs/t/rec").mkdir(); (root / "repro/runs/t/rec/.done.json").write_text('{"key": "k"}')
     png = b"\x89PNG\r\n\x1a\n fake"
-    (tmp_path / "repro/runs/t/rec/curve.png").write_bytes(png)
-    text = build_report("t", tmp_path, tmp_path / "repro/REPORT.md")
+    (root / "repro/runs/t/rec/curve.png").write_bytes(png)
+    text = build_report("t", root, root / "repro/REPORT.md").text
     assert "## Curve" in text and "![Curve](figures/t-rec-curve.png)" in text and "Absent" not in text
-    assert (tmp_path / "repro/figures/t-rec-curve.png").read_bytes() == png
+    assert (root / "repro/figures/t-rec-curve.png").read_bytes() == png
+
+
+def test_the_table2_figure_is_listed_for_the_report():
+    "Table 2's figure, written by its notebook, is shown by the report (issue 16: figures where people look)."
+    import json
+    figs = [c["figure"] for c in COMPARISONS if c["run"] == "ericsson-table2" and c.get("figure")]
+    nb = json.loads((ROOT / "nbs/experiments/ericsson_table2.ipynb").read_text())
+    src = "\n".join("".join(c["source"]) for c in nb["cells"])
+    assert figs and all(f'run.figure(fig, "{f}"' in src for f in figs)
