@@ -364,6 +364,7 @@ def build_report(batch: str, root: str | os.PathLike | None = None, out: str | o
                      "commit": (git.get("commit") or "")[:10] + ("+dirty" if git.get("dirty") else ""),
                      "note": "" if s.usable else s.note(root)})
     runs = pd.DataFrame(rows)
+    has_status = (runs_dir / "status.json").is_file()
     wall, train = np.nansum(runs["wall time (min)"].astype(float)), np.nansum(runs["training (min)"].astype(float))
     invocation = np.nansum(runs["this invocation (min)"].astype(float))
     cost_lines = ["## Runs and their cost", "", table_markdown(runs, ".1f"),
@@ -371,7 +372,7 @@ def build_report(batch: str, root: str | os.PathLike | None = None, out: str | o
                   f"zoo models. Training all the zoo models they use took {train:.1f} min when they were trained (a model "
                   f"trained by an earlier run of the same configuration is loaded from the cache), so the batch from scratch "
                   f"costs about {wall - trained_here + train:.0f} min." +
-                  (f" This invocation spent {invocation:.1f} min (`status.json`)." if (runs_dir / "status.json").is_file() else ""), ""]
+                  (f" This invocation spent {invocation:.1f} min (`status.json`)." if has_status else ""), ""]
     # claims: only on usable runs
     results = []
     for c in claims:
@@ -380,7 +381,9 @@ def build_report(batch: str, root: str | os.PathLike | None = None, out: str | o
             results.append(ClaimResult(c, None, detail=f"run `{c.run}` {states[c.run].status}: not evaluated")); continue
         d = states[c.run].folder
         results.append(check_claim(c, _read_table(d, c.table), _read_table(d, c.marks) if c.marks else None))
-    lines = head + (scoreboard_section(board, states, results, wall_min) if board else []) + cost_lines
+    cost = (f"The batch's cost: {wall:.1f} min of wall time for the results shown, about {wall - trained_here + train:.0f} min "
+            f"from scratch with every zoo model trained" + (f"; this invocation spent {invocation:.1f} min" if has_status else "") + ".")
+    lines = head + (scoreboard_section(board, states, results, wall_min) + [cost, ""] if board else []) + cost_lines
     if results: lines += claims_section(results)
     # our numbers beside the paper's; one section in place of each unusable run's tables and figures
     told = set()

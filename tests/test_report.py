@@ -120,6 +120,7 @@ def test_build_report_from_run_folders(tmp_path):
     assert "## Training" in text and "| default | 500 | 0.06 |" in text
     assert "| ericsson-table2 | ericsson_table2.ipynb | ok | 2.5 | 10.0 |  | 1.0 | abcdef1234 |  |" in text
     assert "so the batch from scratch costs about 12 min" in text and "This invocation spent 1.0 min" in text
+    assert "The batch's cost: 2.5 min of wall time for the results shown, about 12 min from scratch with every zoo model trained; this invocation spent 1.0 min." in text
     # the similarity claims are checked on (almost) the paper's own table and hold; the distance claims lack their table
     sim_claims = [c for c in CLAIMS if c.table == "similarity"]
     assert f"| Ericsson, Gouk & Hospedales 2022 | Table 2 | - | Table 3," in text
