@@ -207,3 +207,31 @@ def test_the_table2_figure_is_listed_for_the_report():
     nb = json.loads((ROOT / "nbs/experiments/ericsson_table2.ipynb").read_text())
     src = "\n".join("".join(c["source"]) for c in nb["cells"])
     assert figs and all(f'run.figure(fig, "{f}"' in src for f in figs)
+
+
+def test_readme_status_column_matches_the_batches():
+    """Issue 16: the README's table of what we rebuild is generated from the scoreboard and the batch files; the committed
+    table (in nbs/index.ipynb, rendered to README.md) must be exactly what they say today."""
+    from invariances.report import committed_rebuild_table, rebuild_table
+    want = rebuild_table(ROOT)
+    assert committed_rebuild_table(ROOT) == want, ("README's table of what we rebuild disagrees with repro/scoreboard.yaml and "
+        "repro/batches/: run `python -c 'from invariances.report import update_rebuild_table; update_rebuild_table()'` "
+        "then `python -c 'from invariances.cli import write_docs; write_docs()'`")
+    assert want in (ROOT / "README.md").read_text()
+
+
+def test_committed_report_builds_only_what_the_batches_build():
+    """What the committed REPORT.md's scoreboard calls built is a result whose run the cpu batch holds (so the README,
+    checked above against the same files, calls it built by `cpu` too)."""
+    from invariances.report import batch_runs, load_scoreboard
+    text = (ROOT / "repro" / "REPORT.md").read_text()
+    if "## Scoreboard" not in text: pytest.skip("the committed report predates the scoreboard")
+    cpu = batch_runs(ROOT)["cpu"]
+    for p in load_scoreboard(ROOT / "repro" / "scoreboard.yaml"):
+        row = next(l for l in text.splitlines() if l.startswith(f"| {p['paper']} |"))
+        cell = row.split("|")[2].strip()
+        built = [r for r in p["results"] if cell != "-" and (cell == r["name"] or cell.startswith(r["name"] + ", ")
+                                                              or f", {r['name']}" in cell)]
+        assert cell == "-" or built, f"REPORT.md lists {cell!r} as built for {p['paper']}: not a result of the scoreboard"
+        for r in built:
+            assert r.get("run") in cpu, f"REPORT.md says {p['paper']} {r['name']} was built by the cpu batch, whose runs are {cpu}"
