@@ -5,7 +5,7 @@
 # %% ../nbs/81_report.ipynb #678647d9
 from __future__ import annotations
 
-import datetime, json, os
+import datetime, json, os, sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,64 +18,124 @@ from .runs import table_markdown
 from .repro import load_batch, project_root
 
 # %% auto #0
-__all__ = ['CLAIM_KEYS', 'Claim', 'ClaimResult', 'load_claims', 'check_claim', 'load_paper_values', 'side_by_side',
-           'build_report']
+__all__ = ['CLAIM_KEYS', 'OPTIONAL_CLAIM_KEYS', 'RUN_STATUSES', 'USABLE', 'REBUILD_BEGIN', 'REBUILD_END', 'Claim', 'load_claims',
+           'ClaimResult', 'marks_mask', 'check_claim', 'load_paper_values', 'side_by_side', 'RunState', 'run_states',
+           'load_scoreboard', 'batch_runs', 'rebuild_table', 'scoreboard_section', 'committed_rebuild_table',
+           'update_rebuild_table', 'claim_outcome', 'claims_section', 'Report', 'build_report']
 
 # %% ../nbs/81_report.ipynb #a5a5a0ab
-CLAIM_KEYS = {"id", "paper", "quote", "run", "table", "check", "rows", "columns", "expect", "higher_is_better", "require"}
+CLAIM_KEYS = {"id", "paper", "quote", "rule", "run", "table", "check", "rows", "columns", "expect",
+              "order", "at_least", "hedge", "marks"}
+OPTIONAL_CLAIM_KEYS = {"order", "at_least", "hedge", "marks"}
 
 @dataclass
 class Claim:
     id: str
     paper: str
-    quote: str
+    quote: str                   # the paper's sentence, word for word
+    rule: str                    # in words: what a column must show, how many columns are needed ("N of M") and why
     run: str
     table: str
-    check: str
+    check: str                   # best | between
     rows: list
     columns: list
     expect: str
-    higher_is_better: bool = True
-    require: str = "all"
+    order: str = "highest"       # best: `expect` has the highest (or lowest) value of `rows`
+    at_least: int | None = None  # columns needed; None: all of them
+    hedge: str | None = None     # the quote's hedging words ("tends to"): the threshold is the paper's count less one
+    marks: str | None = None     # the run's table of significance marks: a column counts only where `expect` is marked
 
-@dataclass
-class ClaimResult:
-    claim: Claim
-    held: bool | None                      # None: not evaluated (missing run or table)
-    passed: dict = field(default_factory=dict)   # column -> bool
-    detail: str = ""
+    @property
+    def needed(self) -> int: return len(self.columns) if self.at_least is None else int(self.at_least)
 
 def load_claims(path: str | os.PathLike) -> list[Claim]:
-    "Read and validate `claims.yaml`."
+    "Read and validate `claims.yaml`; every error names the file, the claim and the key."
     spec = yaml.safe_load(Path(path).read_text()) or []
+    if not isinstance(spec, list): raise ValueError(f"{path}: expected a list of claims, got {type(spec).__name__}")
     claims, seen = [], set()
     for i, c in enumerate(spec):
         if not isinstance(c, dict): raise ValueError(f"{path}: claim #{i} is not a mapping")
-        missing, unknown = CLAIM_KEYS - set(c) - {"higher_is_better", "require"}, set(c) - CLAIM_KEYS
-        if missing or unknown: raise ValueError(f"{path}: claim {c.get('id', i)!r}: missing keys {sorted(missing)}, unknown keys {sorted(unknown)}")
-        if c["check"] not in ("best", "between"): raise ValueError(f"{path}: claim {c['id']!r}: unknown check {c['check']!r} (best, between)")
-        if c.get("require", "all") not in ("all", "majority"): raise ValueError(f"{path}: claim {c['id']!r}: require must be all or majority")
-        if c["expect"] not in c["rows"]: raise ValueError(f"{path}: claim {c['id']!r}: expect {c['expect']!r} is not among rows {c['rows']}")
+        where = f"{path}: claim {c.get('id', i)!r}"
+        missing, unknown = CLAIM_KEYS - OPTIONAL_CLAIM_KEYS - set(c), set(c) - CLAIM_KEYS
+        if missing or unknown:
+            hint = (" (`require` and `higher_is_better` are now `at_least` and `order`)"
+                    if unknown & {"require", "higher_is_better"} else "")
+            raise ValueError(f"{where}: missing keys {sorted(missing)}, unknown keys {sorted(unknown)}{hint}")
+        if c["check"] not in ("best", "between"): raise ValueError(f"{where}: unknown check {c['check']!r} (best, between)")
+        if c.get("order", "highest") not in ("highest", "lowest"):
+            raise ValueError(f"{where}: order must be highest or lowest, got {c['order']!r}")
+        if c["expect"] not in c["rows"]: raise ValueError(f"{where}: expect {c['expect']!r} is not among rows {c['rows']}")
+        cols = c["columns"]
+        if not isinstance(cols, list) or not cols or len(set(cols)) != len(cols):
+            raise ValueError(f"{where}: columns must be a non-empty list without repeats, got {cols!r}")
+        n = c.get("at_least", len(cols))
+        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= len(cols):
+            raise ValueError(f"{where}: at_least must be an integer from 1 to {len(cols)} (its number of columns), got {n!r}")
+        if f"{n} of {len(cols)}" not in c["rule"]:
+            raise ValueError(f"{where}: the rule must state its threshold as '{n} of {len(cols)}', got {c['rule']!r}")
+        if c.get("hedge") is not None and c["hedge"] not in c["quote"]:
+            raise ValueError(f"{where}: hedge {c['hedge']!r} is not words of the quote")
+        if c.get("marks") and c["check"] != "best":
+            raise ValueError(f"{where}: marks apply to check best (the paper marks the significantly best model)")
         if c["id"] in seen: raise ValueError(f"{path}: claim id {c['id']!r} appears twice")
         seen.add(c["id"]); claims.append(Claim(**c))
     return claims
 
-def check_claim(claim: Claim, table: pd.DataFrame | None) -> ClaimResult:
-    "Evaluate one claim on a table (rows = models, columns = conditions)."
+# %% ../nbs/81_report.ipynb #c1a1b2c4
+@dataclass
+class ClaimResult:
+    claim: Claim
+    held: bool | None                            # None: not evaluated (missing run, table, marks or values)
+    passed: dict = field(default_factory=dict)   # column -> it counts (check passes; and significant, with marks)
+    point: dict = field(default_factory=dict)    # column -> the check passes on the point estimates alone
+    detail: str = ""
+
+    @property
+    def count(self) -> int: return sum(self.passed.values())
+    @property
+    def point_count(self) -> int: return sum(self.point.values())
+    @property
+    def fraction(self) -> str: return f"{self.count}/{len(self.passed)}" if self.passed else "-"
+
+def marks_mask(marks: pd.DataFrame) -> pd.DataFrame:
+    "Significance marks as booleans: a cell is marked when it holds True or a non-empty mark such as `•`."
+    def one(v):
+        if isinstance(v, (bool, np.bool_)): return bool(v)
+        if v is None or (isinstance(v, float) and np.isnan(v)): return False
+        return str(v).strip().lower() not in ("", "false", "0", "nan")
+    return marks.map(one).astype(bool)
+
+def check_claim(claim: Claim, table: pd.DataFrame | None, marks: pd.DataFrame | None = None) -> ClaimResult:
+    """Evaluate `claim` on `table` (rows = models, columns = conditions) and, for a claim with `marks`, on the run's
+    marks table (same layout, a mark where a model is significantly the best)."""
     if table is None: return ClaimResult(claim, None, detail=f"table `{claim.table}` of run `{claim.run}` not found")
     missing = [r for r in claim.rows if r not in table.index] + [c for c in claim.columns if c not in table.columns]
     if missing: return ClaimResult(claim, None, detail=f"table `{claim.table}` lacks {missing}")
-    sign = 1.0 if claim.higher_is_better else -1.0
-    passed = {}
+    values = table.loc[claim.rows, claim.columns].astype(float)
+    if values.isna().any().any():
+        nan = [f"{r}/{c}" for r in values.index for c in values.columns if np.isnan(values.loc[r, c])]
+        return ClaimResult(claim, None, detail=f"table `{claim.table}` has no value in {nan}")
+    if claim.marks:
+        if marks is None:
+            return ClaimResult(claim, None, detail=f"marks table `{claim.marks}` of run `{claim.run}` not found "
+                                                    "(the claim counts only significant columns)")
+        gaps = ([claim.expect] if claim.expect not in marks.index else []) + [c for c in claim.columns if c not in marks.columns]
+        if gaps: return ClaimResult(claim, None, detail=f"marks table `{claim.marks}` lacks {gaps}")
+        marked = marks_mask(marks)
+    v = values * (1.0 if claim.order == "highest" else -1.0)
+    point = {}
     for col in claim.columns:
-        v = table.loc[claim.rows, col].astype(float) * sign
-        if claim.check == "best": passed[col] = bool(v.idxmax() == claim.expect and (v == v.max()).sum() == 1)
+        x = v[col]
+        if claim.check == "best": point[col] = bool(x[claim.expect] == x.max() and (x == x.max()).sum() == 1)
         else:
-            others = v.drop(claim.expect)
-            passed[col] = bool(others.min() <= v[claim.expect] <= others.max())
-    n = sum(passed.values())
-    held = n == len(passed) if claim.require == "all" else n > len(passed) / 2
-    return ClaimResult(claim, held, passed, f"{n}/{len(passed)} columns")
+            others = x.drop(claim.expect)
+            point[col] = bool(others.min() <= x[claim.expect] <= others.max())
+    passed = {c: ok and bool(marked.loc[claim.expect, c]) for c, ok in point.items()} if claim.marks else dict(point)
+    r = ClaimResult(claim, None, passed, point)
+    r.held = r.count >= claim.needed
+    r.detail = (f"{r.count}/{len(passed)} columns significant ({r.point_count}/{len(point)} by point estimate)"
+                if claim.marks else f"{r.count}/{len(passed)} columns") + f"; needs {claim.needed}"
+    return r
 
 # %% ../nbs/81_report.ipynb #5b4e1019
 def load_paper_values(path: str | os.PathLike, measure: str, column: str = "value") -> pd.DataFrame:
@@ -98,65 +158,279 @@ def side_by_side(ours: pd.DataFrame, paper: pd.DataFrame, fmt: str = ".2f", ours
     out.index.name = ours.index.name or "model"
     return out
 
+# %% ../nbs/81_report.ipynb #d2b1c3a2
+RUN_STATUSES = ("ok", "skipped", "failed", "refused", "not-run")
+USABLE = ("ok", "skipped")
+
+@dataclass
+class RunState:
+    name: str
+    status: str                    # a status of status.json, "stale", "not run", or "done (status unknown)"
+    usable: bool                   # its tables, figures and claims may be shown
+    message: str = ""
+    log: Path | None = None        # where a failure's log is
+    seconds: float | None = None   # time the latest invocation spent on it (status.json)
+    folder: Path | None = None
+
+    def note(self, root: Path | None = None) -> str:
+        "The message and where the log is, for the report."
+        where = lambda p: (p.relative_to(root) if root and p.is_relative_to(root) else p).as_posix()
+        return " ".join(s for s in [self.message.rstrip(".") + "." if self.message else "",
+                                    f"Log: `{where(self.log)}`." if self.log else ""] if s)
+
+def _done_key(folder: Path):
+    p = folder / ".done.json"
+    if not p.is_file(): return None
+    try: return json.loads(p.read_text()).get("key", "")
+    except (json.JSONDecodeError, AttributeError): return ""   # a broken marker vouches for nothing
+
+def _failure_log(runs_dir: Path, name: str) -> Path | None:
+    d = runs_dir / f"{name}.failed"
+    if not d.is_dir(): return None
+    return d / "log.txt" if (d / "log.txt").is_file() else d
+
+def run_states(names: list[str], runs_dir: str | os.PathLike) -> dict[str, RunState]:
+    "The state of each run of `names` in `runs_dir`, from the runner's `status.json` and each folder's `.done.json`."
+    runs_dir = Path(runs_dir); sp = runs_dir / "status.json"
+    status = None
+    if sp.is_file():
+        try: status = json.loads(sp.read_text())
+        except json.JSONDecodeError as e: raise ValueError(f"{sp}: not valid JSON ({e})") from None
+        if not isinstance(status, dict): raise ValueError(f"{sp}: expected a mapping run -> record, got {type(status).__name__}")
+    out = {}
+    for name in names:
+        folder, log = runs_dir / name, _failure_log(runs_dir, name)
+        if status is None:
+            key = _done_key(folder)
+            out[name] = (RunState(name, "done (status unknown)", True, f"no {sp.name} in {runs_dir} (an older runner): "
+                                  f"the result in {folder.name}/ is taken as complete from its .done.json", log, None, folder)
+                         if key is not None else
+                         RunState(name, "not run", False, f"no complete result (.done.json) in {folder}", log, None, folder))
+            continue
+        s = status.get(name)
+        if not isinstance(s, dict):
+            out[name] = RunState(name, "not run", False, f"the latest invocation did not run it (not in {sp})", log, None, folder)
+            continue
+        st, seconds = s.get("status"), s.get("seconds")
+        if s.get("folder"):
+            f = Path(s["folder"]); f = f if f.is_absolute() else runs_dir / f
+            folder = f if f.is_dir() else runs_dir / Path(s["folder"]).name
+        if st not in RUN_STATUSES:
+            out[name] = RunState(name, f"unknown status {st!r}", False, f"{sp} gives status {st!r} (known: {', '.join(RUN_STATUSES)})", log, seconds, folder)
+        elif st in USABLE:
+            key, want = _done_key(folder), s.get("key")
+            if key is None:
+                out[name] = RunState(name, "stale", False, f"{sp.name} says {st} but {folder}/.done.json is missing", log, seconds, folder)
+            elif not want or key != want:
+                out[name] = RunState(name, "stale", False, f"{sp.name} says {st} with key {str(want)[:12]}, but {folder.name}/.done.json "
+                                     f"holds key {str(key)[:12] or '(none)'}: the folder holds another result", log, seconds, folder)
+            else: out[name] = RunState(name, st, True, s.get("message") or "", None, seconds, folder)
+        else: out[name] = RunState(name, st, False, s.get("message") or "", log, seconds, folder)
+    return out
+
+# %% ../nbs/81_report.ipynb #e3c1d4a2
+def load_scoreboard(path: str | os.PathLike) -> list[dict]:
+    "Read `repro/scoreboard.yaml`: per paper (`paper`, `title`, `claims`), its `results` (`name`, `what`, optional `run`)."
+    spec = yaml.safe_load(Path(path).read_text()) or []
+    if not isinstance(spec, list): raise ValueError(f"{path}: expected a list of papers, got {type(spec).__name__}")
+    for i, p in enumerate(spec):
+        if not isinstance(p, dict) or set(p) != {"paper", "title", "claims", "results"} or not isinstance(p["results"], list):
+            raise ValueError(f"{path}: paper #{i} needs exactly the keys paper, title, claims, results (a list); got {p!r}")
+        for r in p["results"]:
+            if not isinstance(r, dict) or not {"name", "what"} <= set(r) or set(r) - {"name", "what", "run"}:
+                raise ValueError(f"{path}: {p['paper']}: a result needs `name` and `what` (and may have `run`), got {r!r}")
+    return spec
+
+def batch_runs(root: str | os.PathLike) -> dict[str, list[str]]:
+    "Batch name -> the names of its runs, for every `repro/batches/*.yaml` of the project at `root`."
+    root = Path(root)
+    return {f.stem: [r.name for r in load_batch(f, root).runs] for f in sorted((root / "repro" / "batches").glob("*.yaml"))}
+
+def rebuild_table(root: str | os.PathLike | None = None) -> str:
+    "The README's table of what we rebuild: every result of the scoreboard, with the batches that build it or `not yet`."
+    root = Path(root) if root else project_root()
+    path = root / "repro" / "scoreboard.yaml"
+    board, batches = load_scoreboard(path), batch_runs(root)
+    held = {n for runs in batches.values() for n in runs}
+    lines = ["| paper | result | what it shows | status |", "|---|---|---|---|"]
+    for p in board:
+        for i, r in enumerate(p["results"]):
+            if r.get("run") and r["run"] not in held:
+                raise ValueError(f"{path}: {p['paper']} {r['name']}: run {r['run']!r} is in no batch ({', '.join(batches)})")
+            by = [b for b, runs in batches.items() if r.get("run") in runs]
+            status = f"built by the {', '.join(f'`{b}`' for b in by)} batch{'es' if len(by) > 1 else ''}" if by else "not yet"
+            lines.append(f"| {p['paper'] + ', *' + p['title'] + '*' if i == 0 else ''} | {r['name']} | {r['what']} | {status} |")
+    return "\n".join(lines) + "\n"
+
+def scoreboard_section(board: list[dict], states: dict[str, RunState], results: list[ClaimResult],
+                       wall_min: dict[str, float]) -> list[str]:
+    "The report's opening table: per paper, what this batch built, what it did not, its claims and its wall time."
+    rows, referenced = [], set()
+    def row(label, items, claims, runs):
+        built = [name for name, run in items if run in states and states[run].usable]
+        failed = [f"{name} (run `{run}` {states[run].status})" for name, run in items if run in states and not states[run].usable]
+        absent = [name for name, run in items if run not in states]
+        ev = [r for r in claims if r.held is not None]
+        minutes = [wall_min[r] for r in runs if r in states and states[r].usable and r in wall_min]
+        return {"paper": label, "built by this batch": ", ".join(built) or "-", "failed or not run this time": "; ".join(failed) or "-",
+                "not built by this batch": ", ".join(absent) or "-",
+                "claims held": (f"{sum(r.held for r in ev)} of {len(claims)}" + (f" ({len(claims) - len(ev)} not evaluated)" if len(ev) < len(claims) else "")) if claims else "no claims yet",
+                "wall time (min)": round(sum(minutes), 1) if minutes else np.nan}
+    for p in board:
+        items = [(r["name"], r.get("run")) for r in p["results"]]; referenced |= {run for _, run in items}
+        rows.append(row(p["paper"], items, [r for r in results if r.claim.paper.startswith(p["claims"])], {run for _, run in items}))
+    own = [n for n in states if n not in referenced]
+    if own: rows.append(row("this project's own runs", [(f"`{n}`", n) for n in own], [], set(own)))
+    return ["## Scoreboard", "", "What of each paper this batch built (its run finished and its result is the one the batch "
+            "vouched for), what it did not, the claims that held and the wall time of the runs behind them.", "",
+            table_markdown(pd.DataFrame(rows), ".1f")]
+
+# %% ../nbs/81_report.ipynb #e3c1d4a5
+REBUILD_BEGIN = "<!-- what we rebuild: generated by invariances.report.rebuild_table from repro/scoreboard.yaml and repro/batches/ -->"
+REBUILD_END = "<!-- end of the generated table -->"
+
+def _index_cell(root: Path):
+    import nbformat
+    path = root / "nbs" / "index.ipynb"; nb = nbformat.read(str(path), as_version=4)
+    cell = next((c for c in nb.cells if REBUILD_BEGIN in c.source and REBUILD_END in c.source), None)
+    if cell is None: raise ValueError(f"{path}: no cell holds the markers of the generated table ({REBUILD_BEGIN!r} ... {REBUILD_END!r})")
+    return path, nb, cell
+
+def committed_rebuild_table(root: str | os.PathLike | None = None) -> str:
+    "The table between the markers in `nbs/index.ipynb`, as committed."
+    _, _, cell = _index_cell(Path(root) if root else project_root())
+    return cell.source.split(REBUILD_BEGIN, 1)[1].split(REBUILD_END, 1)[0].strip("\n") + "\n"
+
+def update_rebuild_table(root: str | os.PathLike | None = None) -> Path:
+    "Write `rebuild_table` between the markers of `nbs/index.ipynb` (then render the README with `cli.write_docs`)."
+    import nbformat
+    root = Path(root) if root else project_root()
+    path, nb, cell = _index_cell(root)
+    before, rest = cell.source.split(REBUILD_BEGIN, 1)
+    cell.source = before + REBUILD_BEGIN + "\n" + rebuild_table(root) + REBUILD_END + rest.split(REBUILD_END, 1)[1]
+    write_text(path, nbformat.writes(nb) + "\n")
+    return path
+
+# %% ../nbs/81_report.ipynb #c1a1b2c6
+def claim_outcome(r: ClaimResult) -> str:
+    "`held (15/18, needs 16)`, `**not held** (...)` or `not evaluated`: the fraction always beside the verdict."
+    if r.held is None: return "not evaluated"
+    return f"{'held' if r.held else '**not held**'} ({r.fraction}, needs {r.claim.needed})"
+
+def claims_section(results: list[ClaimResult]) -> list[str]:
+    "The report's claims: the paper's words, our rule, the verdict with its count, and the per-column outcome."
+    held = sum(r.held is True for r in results); unevaluated = sum(r.held is None for r in results)
+    rows = [{"claim": r.claim.id, "the paper's words": f"{r.claim.paper}: “{r.claim.quote}”", "rule": r.claim.rule,
+             "result": claim_outcome(r),
+             "point estimates": f"{r.point_count}/{len(r.point)}" if r.claim.marks and r.point else "",
+             "columns": (", ".join(f"{k} {'yes' if v else 'no'}" for k, v in r.passed.items()) if r.passed else r.detail)}
+            for r in results]
+    return ["## Claims", "", f"{held} of {len(results)} claims held at this scale" +
+            (f" ({unevaluated} not evaluated)." if unevaluated else ".") + " A claim holds when at least the stated number of "
+            "columns pass; where the paper's sentence rests on its significance marks, a column counts only when our "
+            "Hoeffding test marks it too (the point-estimate count beside it).", "", table_markdown(pd.DataFrame(rows))]
+
 # %% ../nbs/81_report.ipynb #48d66df6
+@dataclass
+class Report:
+    text: str
+    path: Path          # where it was written: the report, or `<report>.failed` when the batch computed nothing
+    computed: bool      # some run of the batch was usable
+    message: str = ""
+
+    def __str__(self): return self.text
+
 def _read_table(run_dir: Path, name: str) -> pd.DataFrame | None:
     p = run_dir / f"{name}.csv"
     return pd.read_csv(p, index_col=0) if p.is_file() else None
 
+def _read_json(p: Path) -> dict:
+    return json.loads(p.read_text()) if p.is_file() else {}
+
 def build_report(batch: str, root: str | os.PathLike | None = None, out: str | os.PathLike | None = None,
-                 runs_dir: str | os.PathLike | None = None) -> str:
-    "Write the report of `batch`'s runs (in `runs_dir`, default `repro/runs/<batch>`) to `out`; return its text."
+                 runs_dir: str | os.PathLike | None = None) -> Report:
+    "Write the report of `batch`'s runs (in `runs_dir`, default `repro/runs/<batch>`) to `out`, or beside it when nothing was computed."
     root = Path(root) if root else project_root()
     b = load_batch(batch, root)
     runs_dir = Path(runs_dir) if runs_dir else root / "repro" / "runs" / b.name
+    report_path = Path(out) if out else runs_dir / "REPORT.md"
     claims = load_claims(root / "repro" / "claims.yaml") if (root / "repro" / "claims.yaml").is_file() else []
-    comps = yaml.safe_load((root / "repro" / "comparisons.yaml").read_text()) if (root / "repro" / "comparisons.yaml").is_file() else []
-    lines = [f"# Reproduction report: batch `{b.name}`", "",
-             f"{b.description}", "", f"Generated {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC by "
-             f"`invariances-repro {b.name}`. Every number below was computed by the batch; none is typed in.", ""]
-    # runs and their cost
-    rows, provs, trained_here = [], {}, 0.0
+    comps = (yaml.safe_load((root / "repro" / "comparisons.yaml").read_text()) if (root / "repro" / "comparisons.yaml").is_file() else None) or []
+    board = load_scoreboard(root / "repro" / "scoreboard.yaml") if (root / "repro" / "scoreboard.yaml").is_file() else []
+    names = [r.name for r in b.runs]
+    states = run_states(names, runs_dir)
+    usable = [n for n in names if states[n].usable]
+    computed = bool(usable)
+    head = [f"# Reproduction report: batch `{b.name}`", "", f"{b.description}", "",
+            f"Generated {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC by `invariances-repro {b.name}`. "
+            "Every number below was computed by the batch; none is typed in. Only runs that finished, with the result the "
+            "batch vouched for, show numbers.", ""]
+    if not computed:
+        head += [f"**This batch computed nothing**: no run finished ({', '.join(f'`{n}` {states[n].status}' for n in names)}). "
+                 f"This report was written beside the last one, which is left as it was.", ""]
+    if not (runs_dir / "status.json").is_file():
+        head += [f"No `status.json` in `{runs_dir.name}/` (an older runner): runs with a completion marker are shown as "
+                 "`done (status unknown)`.", ""]
+    # runs and their cost (provenance and cost only of usable runs: a failed run's folder may hold an older result's)
+    rows, provs, wall_min, trained_here = [], {}, {}, 0.0
     for r in b.runs:
-        d = runs_dir / r.name
-        prov = json.loads((d / "provenance.json").read_text()) if (d / "provenance.json").is_file() else {}
-        provs[r.name] = prov
+        s = states[r.name]
+        prov = _read_json(s.folder / "provenance.json") if s.usable else {}
+        cost = _read_json(s.folder / "cost.json") if s.usable else {}
         runner = prov.get("runner", {})
-        cost = json.loads((d / "cost.json").read_text()) if (d / "cost.json").is_file() else {}
+        if prov: provs[r.name] = prov
+        if runner.get("wall_s") is not None: wall_min[r.name] = runner["wall_s"] / 60
         trained_here += sum(cost.get("train_s_in_run", {}).values()) / 60  # already part of this run's wall time
-        rows.append({"run": r.name, "notebook": r.notebook.name,
-                     "status": "done" if (d / ".done.json").is_file() else (runner.get("status") or "not run"),
-                     "wall time (min)": round(runner.get("wall_s", np.nan) / 60, 1) if runner else np.nan,
+        git = runner.get("git") or {}
+        rows.append({"run": r.name, "notebook": r.notebook.name, "status": s.status,
+                     "wall time (min)": round(wall_min[r.name], 1) if r.name in wall_min else np.nan,
                      "training (min)": round(sum(cost.get("train_s", {}).values()) / 60, 1) if cost else np.nan,
                      "peak RSS (GiB)": round(prov.get("peak_rss_mb", np.nan) / 1024, 2) if prov else np.nan,
-                     "commit": ((runner.get("git") or {}).get("commit") or "")[:10] + ("+dirty" if (runner.get("git") or {}).get("dirty") else "")})
+                     "this invocation (min)": round(s.seconds / 60, 1) if s.seconds is not None else np.nan,
+                     "commit": (git.get("commit") or "")[:10] + ("+dirty" if git.get("dirty") else ""),
+                     "note": "" if s.usable else s.note(root)})
     runs = pd.DataFrame(rows)
+    has_status = (runs_dir / "status.json").is_file()
     wall, train = np.nansum(runs["wall time (min)"].astype(float)), np.nansum(runs["training (min)"].astype(float))
-    lines += ["## Runs and their cost", "", table_markdown(runs, ".1f"),
-              f"Wall time of these runs: {wall:.1f} min, {trained_here:.1f} of them training zoo models. Training all "
-              f"the zoo models they use took {train:.1f} min when they were trained (a model trained by an earlier run of "
-              f"the same configuration is loaded from the cache), so the batch from scratch costs about "
-              f"{wall - trained_here + train:.0f} min.", ""]
-    # claims
-    results = [check_claim(c, _read_table(runs_dir / c.run, c.table)) for c in claims if c.run in {r.name for r in b.runs}]
-    if results:
-        mark = {True: "held", False: "**not held**", None: "not evaluated"}
-        crow = [{"claim": r.claim.id, "paper": r.claim.paper, "statement": r.claim.quote, "result": mark[r.held],
-                 "detail": r.detail + (": " + ", ".join(f"{k} {'yes' if v else 'no'}" for k, v in r.passed.items()) if r.passed else "")}
-                for r in results]
-        held = sum(r.held is True for r in results)
-        lines += ["## Claims", "", f"{held} of {len(results)} claims held at this scale.", "", table_markdown(pd.DataFrame(crow))]
-    # our numbers beside the paper's
-    for comp in comps or []:
-        if comp["run"] not in {r.name for r in b.runs}: continue
-        if comp.get("figure"):   # a figure of a run, copied beside the report so the committed report shows it
-            src = runs_dir / comp["run"] / f"{comp['figure']}.png"
-            if not src.is_file(): continue
-            report_dir = (Path(out) if out else runs_dir / "REPORT.md").parent
-            dest = report_dir / "figures" / f"{b.name}-{comp['run']}-{comp['figure']}.png"
-            write_bytes(dest, src.read_bytes())
-            lines += [f"## {comp['title']}", "", comp.get("note", ""), "", f"![{comp['title']}]({dest.relative_to(report_dir).as_posix()})", ""]
+    invocation = np.nansum(runs["this invocation (min)"].astype(float))
+    cost_lines = ["## Runs and their cost", "", table_markdown(runs, ".1f"),
+                  f"Wall time of the runs shown: {wall:.1f} min when they were computed, {trained_here:.1f} of them training "
+                  f"zoo models. Training all the zoo models they use took {train:.1f} min when they were trained (a model "
+                  f"trained by an earlier run of the same configuration is loaded from the cache), so the batch from scratch "
+                  f"costs about {wall - trained_here + train:.0f} min." +
+                  (f" This invocation spent {invocation:.1f} min (`status.json`)." if has_status else ""), ""]
+    # claims: only on usable runs
+    results = []
+    for c in claims:
+        if c.run not in names: continue
+        if not states[c.run].usable:
+            results.append(ClaimResult(c, None, detail=f"run `{c.run}` {states[c.run].status}: not evaluated")); continue
+        d = states[c.run].folder
+        results.append(check_claim(c, _read_table(d, c.table), _read_table(d, c.marks) if c.marks else None))
+    cost = (f"The batch's cost: {wall:.1f} min of wall time for the results shown, about {wall - trained_here + train:.0f} min "
+            f"from scratch with every zoo model trained" + (f"; this invocation spent {invocation:.1f} min" if has_status else "") + ".")
+    lines = head + (scoreboard_section(board, states, results, wall_min) + [cost, ""] if board else []) + cost_lines
+    if results: lines += claims_section(results)
+    # our numbers beside the paper's; one section in place of each unusable run's tables and figures
+    told = set()
+    for comp in comps:
+        run = comp["run"]
+        if run not in names: continue
+        s = states[run]
+        if not s.usable:
+            if run not in told:
+                told.add(run)
+                lines += [f"## Run `{run}`: {s.status}, nothing shown", "", s.note(root) or "No result.", "",
+                          "Not shown: " + "; ".join(c["title"] for c in comps if c["run"] == run) + ".", ""]
             continue
-        ours = _read_table(runs_dir / comp["run"], comp["table"])
+        if comp.get("figure"):   # a figure of a run, copied beside the report so the committed report shows it
+            src = s.folder / f"{comp['figure']}.png"
+            if not src.is_file(): continue
+            dest = report_path.parent / "figures" / f"{b.name}-{run}-{comp['figure']}.png"
+            write_bytes(dest, src.read_bytes())
+            lines += [f"## {comp['title']}", "", comp.get("note", ""), "", f"![{comp['title']}]({dest.relative_to(report_path.parent).as_posix()})", ""]
+            continue
+        ours = _read_table(s.folder, comp["table"])
         if ours is None: continue
         if not comp.get("paper_values"):  # a table of ours with nothing in the papers to set beside it
             lines += [f"## {comp['title']}", "", comp.get("note", ""), "", table_markdown(ours, comp.get("format", ".2f"))]
@@ -165,20 +439,27 @@ def build_report(batch: str, root: str | os.PathLike | None = None, out: str | o
         paper = load_paper_values(pv, comp["measure"])
         ours_marks = paper_marks = None
         if comp.get("marks"):   # our significance marks (a table of "•"/empty) and the paper's `significant` column
-            m = _read_table(runs_dir / comp["run"], comp["marks"])
-            ours_marks = m.fillna("").astype(str).ne("") if m is not None else None
+            m = _read_table(s.folder, comp["marks"])
+            ours_marks = marks_mask(m) if m is not None else None
             paper_marks = load_paper_values(pv, comp["measure"], "significant").astype(bool)
         lines += [f"## {comp['title']}", "", comp.get("note", ""), "",
                   table_markdown(side_by_side(ours, paper, comp.get("format", ".2f"), ours_marks, paper_marks))]
     # provenance
     lines += ["## Provenance", ""]
     for name, prov in provs.items():
-        if not prov: continue
         pk = prov.get("packages", {}); rt = prov.get("runtime", {})
         lines.append(f"- `{name}`: commit {(prov.get('runner', {}).get('git') or {}).get('commit')}, "
                      f"{rt.get('device')} ({rt.get('amp_dtype')}, {rt.get('torch_threads')} threads), "
                      f"torch {pk.get('torch')}, python {pk.get('python')}, seed {prov.get('seed')}, "
                      f"{prov.get('host', {}).get('cpus')} CPUs, data {json.dumps(prov.get('data') or {})}, parameters {json.dumps(prov.get('params') or {})}")
     text = "\n".join(lines) + "\n"
-    write_text(Path(out) if out else runs_dir / "REPORT.md", text)
-    return text
+    failed_path = report_path.with_name(report_path.name + ".failed")
+    if not computed:
+        write_text(failed_path, text)
+        message = (f"batch {b.name!r} computed nothing ({', '.join(f'{n}: {states[n].status}' for n in names)}): "
+                   f"{report_path} is left as it was; this report is in {failed_path}")
+        print(f"invariances-report: {message}", file=sys.stderr)
+        return Report(text, failed_path, False, message)
+    write_text(report_path, text)
+    failed_path.unlink(missing_ok=True)
+    return Report(text, report_path, True, "")

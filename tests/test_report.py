@@ -1,5 +1,7 @@
-"""The committed claims and paper values are consistent with each other, and each claim holds on the paper's own
-numbers (a transcription or claim-writing error would show up here)."""
+"""The committed claims and paper values are consistent with each other: each claim holds on the paper's own numbers,
+its threshold is the paper's own count (less one when the sentence hedges), and its quote is the paper's sentence
+(a transcription or claim-writing error, or a claim weakened to hold at our scale, shows up here)."""
+import os, re
 from pathlib import Path
 
 import pandas as pd
@@ -11,18 +13,50 @@ from invariances.report import check_claim, load_claims, load_paper_values
 ROOT = Path(__file__).resolve().parents[1]
 CLAIMS = load_claims(ROOT / "repro" / "claims.yaml")
 COMPARISONS = yaml.safe_load((ROOT / "repro" / "comparisons.yaml").read_text())
+# the papers' text (not part of the repository): $INVARIANCES_PAPERS, or shared/papers beside the clone
+PAPERS = Path(os.environ.get("INVARIANCES_PAPERS") or ROOT.parent / "shared" / "papers")
+PAPER_TEXT = {"Ericsson et al. 2022": "ericsson-gouk-hospedales-2022-why-transfer.md"}
 
 
-def paper_table(claim):
-    comp = next((c for c in COMPARISONS if c["run"] == claim.run and c["table"] == claim.table), None)
+def paper_result(claim):
+    "The claim checked on the paper's own table, with the paper's bullets as marks."
+    comp = next((c for c in COMPARISONS if c["run"] == claim.run and c.get("table") == claim.table and c.get("paper_values")), None)
     if comp is None: pytest.skip(f"no paper values for {claim.run}/{claim.table}")
-    return load_paper_values(ROOT / "repro" / "paper_values" / comp["paper_values"], comp["measure"])
+    pv = ROOT / "repro" / "paper_values" / comp["paper_values"]
+    marks = load_paper_values(pv, "similarity", "significant").astype(bool) if claim.marks else None
+    return check_claim(claim, load_paper_values(pv, comp["measure"]), marks)
 
 
 @pytest.mark.parametrize("claim", CLAIMS, ids=[c.id for c in CLAIMS])
 def test_claim_holds_on_the_papers_numbers(claim):
-    result = check_claim(claim, paper_table(claim))
-    assert result.held is True, f"{claim.id} does not hold on the paper's own table: {result.passed}"
+    result = paper_result(claim)
+    assert result.held is True, f"{claim.id} does not hold on the paper's own table: {result.detail}"
+
+
+@pytest.mark.parametrize("claim", CLAIMS, ids=[c.id for c in CLAIMS])
+def test_threshold_is_the_papers_count(claim):
+    """As strong as the paper's words: the threshold is the number of columns in which the paper's own table shows the
+    claim (its significant columns when the claim needs marks), one less when the sentence hedges ("tends to")."""
+    paper = paper_result(claim)
+    want = paper.count - (1 if claim.hedge else 0)
+    assert claim.needed == want, (f"{claim.id}: at_least {claim.needed}, but the paper's table shows {paper.fraction}"
+                                  f"{' (hedged: one less)' if claim.hedge else ''}, so it should be {want}")
+
+
+@pytest.mark.parametrize("claim", CLAIMS, ids=[c.id for c in CLAIMS])
+def test_quote_is_the_papers_sentence(claim):
+    name = next((f for k, f in PAPER_TEXT.items() if claim.paper.startswith(k)), None)
+    assert name, f"{claim.id}: no paper text known for {claim.paper!r} (add it to PAPER_TEXT)"
+    if not (PAPERS / name).is_file(): pytest.skip(f"paper text {PAPERS / name} not here (set INVARIANCES_PAPERS)")
+    squash = lambda s: re.sub(r"\s+", " ", s).strip()
+    assert squash(claim.quote) in squash((PAPERS / name).read_text()), f"{claim.id}: quote not found word for word in {name}"
+
+
+def test_claims_cover_the_sentences_that_need_significance():
+    "The 'Results' paragraph's 'most invariant' sentences rest on the paper's marks: their claims count marked columns only."
+    marked = {c.id for c in CLAIMS if c.marks}
+    assert {"egh-t2-spatial-rotation-translation", "egh-t2-appearance-colour-texture"} <= marked
+    assert all(c.marks == "similarity_marks" and c.table == "similarity" for c in CLAIMS if c.marks)
 
 
 def test_paper_table2_transcription_shape():
@@ -31,55 +65,173 @@ def test_paper_table2_transcription_shape():
     assert df[df.significant].groupby("measure").size().to_dict() == {"similarity": 14}  # 7 bullets for Spatial, 7 for Appearance
 
 
+def _project(tmp_path, runs=("ericsson-table2",), comparisons=None):
+    "A fake project: batch `t` with `runs`, the paper values, claims and comparisons of the repository."
+    import shutil
+    (tmp_path / "settings.ini").write_text("")
+    for d in ("repro/batches", "repro/paper_values", "nbs/experiments", "repro/runs/t"): (tmp_path / d).mkdir(parents=True, exist_ok=True)
+    nb = lambda r: r.replace("-", "_") + ".ipynb"
+    for r in runs: (tmp_path / "nbs/experiments" / nb(r)).write_text("{}")
+    (tmp_path / "repro/batches/t.yaml").write_text(yaml.safe_dump({"description": "a test", "runs": [{"name": r, "notebook": nb(r)} for r in runs]}))
+    shutil.copy(ROOT / "repro/paper_values/ericsson_table2.csv", tmp_path / "repro/paper_values/")
+    shutil.copy(ROOT / "repro/claims.yaml", tmp_path / "repro/claims.yaml")
+    shutil.copy(ROOT / "repro/scoreboard.yaml", tmp_path / "repro/scoreboard.yaml")
+    (tmp_path / "repro/comparisons.yaml").write_text(yaml.safe_dump(comparisons if comparisons is not None else [
+        {"title": "Similarity", "run": "ericsson-table2", "table": "similarity", "paper_values": "ericsson_table2.csv", "measure": "similarity", "marks": "similarity_marks"},
+        {"title": "Training", "run": "ericsson-table2", "table": "training"}]))
+    return tmp_path
+
+
+def _table2_folder(d, key="k1", value=0.123):
+    "A complete ericsson-table2 result: the paper's own similarity table (so every similarity claim can be checked), one cell changed."
+    import json
+    d.mkdir(parents=True, exist_ok=True)
+    sim = load_paper_values(ROOT / "repro/paper_values/ericsson_table2.csv", "similarity")
+    sim.loc["spatial", "hue"] = value; sim.index.name = "model"; sim.to_csv(d / "similarity.csv")
+    load_paper_values(ROOT / "repro/paper_values/ericsson_table2.csv", "similarity", "significant").astype(bool).map(
+        lambda v: "•" if v else "").rename_axis("model").to_csv(d / "similarity_marks.csv")
+    pd.DataFrame({"model": ["default"], "steps": [500], "accuracy, last 50 steps": [0.0625]}).set_index("model").to_csv(d / "training.csv")
+    (d / "provenance.json").write_text(json.dumps({"runner": {"wall_s": 150.0, "git": {"commit": "abcdef1234567"}}}))
+    (d / "cost.json").write_text(json.dumps({"train_s": {"moco-default": 600.0, "random": 0.0}}))
+    (d / ".done.json").write_text(json.dumps({"key": key}))
+
+
+def _status(runs_dir, **runs):
+    import json
+    (runs_dir / "status.json").write_text(json.dumps({n: {"status": st, "key": key, "message": msg, "seconds": 60.0, "folder": str(runs_dir / n)}
+                                                      for n, (st, key, msg) in runs.items()}))
+
+
 def test_build_report_from_run_folders(tmp_path):
     """A report built from a fake run folder: the cost comes from the runner's record, a paper comparison shows
-    "ours (paper)" cells, and a comparison without paper values shows our table alone."""
-    import json, shutil
+    "ours (paper)" cells with both sets of marks, a comparison without paper values shows our table alone, the
+    claims are checked on the run's tables and the scoreboard counts them."""
+    import json
     from invariances.report import build_report
-    (tmp_path / "settings.ini").write_text("")
-    for d in ("repro/batches", "repro/paper_values", "nbs/experiments", "repro/runs/t/ericsson-table2"):
-        (tmp_path / d).mkdir(parents=True)
-    (tmp_path / "nbs/experiments/ericsson_table2.ipynb").write_text("{}")
-    (tmp_path / "repro/batches/t.yaml").write_text("description: a test\nruns:\n  - {name: ericsson-table2, notebook: ericsson_table2.ipynb}\n")
-    shutil.copy(ROOT / "repro/paper_values/ericsson_table2.csv", tmp_path / "repro/paper_values/")
-    (tmp_path / "repro/comparisons.yaml").write_text(yaml.safe_dump([
-        {"title": "Similarity", "run": "ericsson-table2", "table": "similarity", "paper_values": "ericsson_table2.csv", "measure": "similarity"},
-        {"title": "Training", "run": "ericsson-table2", "table": "training"}]))
-    run = tmp_path / "repro/runs/t/ericsson-table2"
-    pd.DataFrame({"model": ["spatial"], "hue": [0.123]}).set_index("model").to_csv(run / "similarity.csv")
-    pd.DataFrame({"model": ["default"], "steps": [500], "accuracy, last 50 steps": [0.0625]}).set_index("model").to_csv(run / "training.csv")
-    (run / "provenance.json").write_text(json.dumps({"runner": {"wall_s": 150.0, "git": {"commit": "abcdef1234567"}}}))
-    (run / "cost.json").write_text(json.dumps({"train_s": {"moco-default": 600.0, "random": 0.0}}))
-    (run / ".done.json").write_text("{}")
-    text = build_report("t", tmp_path, tmp_path / "REPORT.md")
+    root = _project(tmp_path); run = root / "repro/runs/t/ericsson-table2"
+    _table2_folder(run)
+    _status(root / "repro/runs/t", **{"ericsson-table2": ("ok", "k1", "")})
+    rep = build_report("t", root, root / "REPORT.md")
+    text = rep.text
+    assert rep.computed and rep.path == root / "REPORT.md" and (root / "REPORT.md").read_text() == text
     paper = pd.read_csv(ROOT / "repro/paper_values/ericsson_table2.csv", comment="#")
     spatial_hue = paper.query("measure == 'similarity' and model == 'spatial' and transform == 'hue'")["value"].item()
-    assert f"0.12 ({spatial_hue:.2f})" in text
+    assert f"0.12 ({spatial_hue:.2f})" in text and "0.70• (0.70•)" in text            # spatial rotation, marked in both
     assert "## Training" in text and "| default | 500 | 0.06 |" in text
-    assert "| ericsson-table2 | ericsson_table2.ipynb | done | 2.5 | 10.0 |" in text and "abcdef1234" in text
-    assert (tmp_path / "REPORT.md").read_text() == text
-    # models from the cache: the batch from scratch is the run's 2.5 min plus their 10 min of training
-    assert "so the batch from scratch costs about 12 min" in text
+    assert "| ericsson-table2 | ericsson_table2.ipynb | ok | 2.5 | 10.0 |  | 1.0 | abcdef1234 |  |" in text
+    assert "so the batch from scratch costs about 12 min" in text and "This invocation spent 1.0 min" in text
+    assert "The batch's cost: 2.5 min of wall time for the results shown, about 12 min from scratch with every zoo model trained; this invocation spent 1.0 min." in text
+    # the similarity claims are checked on (almost) the paper's own table and hold; the distance claims lack their table
+    sim_claims = [c for c in CLAIMS if c.table == "similarity"]
+    assert f"| Ericsson, Gouk & Hospedales 2022 | Table 2 | - | Table 3," in text
+    assert f"| {len(sim_claims)} of {len(CLAIMS)} ({len(CLAIMS) - len(sim_claims)} not evaluated) |" in text
+    assert "held (17/18, needs 16)" in text and "held (2/2, needs 2)" in text
     # a model trained by the run itself: its 10 min are already inside the run's wall time (here 12.5 min)
     (run / "provenance.json").write_text(json.dumps({"runner": {"wall_s": 750.0, "git": {"commit": "abcdef1234567"}}}))
     (run / "cost.json").write_text(json.dumps({"train_s": {"moco-default": 600.0}, "train_s_in_run": {"moco-default": 600.0}}))
-    text = build_report("t", tmp_path, tmp_path / "REPORT.md")
-    assert "12.5 min, 10.0 of them training zoo models" in text and "from scratch costs about 12 min" in text
+    text = build_report("t", root, root / "REPORT.md").text
+    assert "12.5 min when they were computed, 10.0 of them training zoo models" in text and "from scratch costs about 12 min" in text
+
+
+def test_report_shows_nothing_of_a_failed_or_stale_run(tmp_path):
+    """Issue 17: the folder of a failed run still holds the previous run's tables; the report shows none of its numbers,
+    says it failed with the message and the log, and its claims are not evaluated. The same for a stale run (its
+    .done.json key is not the one status.json vouches for) and a run the invocation did not run."""
+    from invariances.report import build_report
+    root = _project(tmp_path, runs=("ericsson-table2", "other")); runs_dir = root / "repro/runs/t"
+    _table2_folder(runs_dir / "ericsson-table2", key="old", value=0.777)
+    (runs_dir / "other").mkdir(); (runs_dir / "other/.done.json").write_text('{"key": "k9"}')
+    (runs_dir / "ericsson-table2.failed").mkdir(); (runs_dir / "ericsson-table2.failed/log.txt").write_text("Traceback: boom")
+    for st, key in (("failed", "new"), ("ok", "new"), ("not-run", "")):
+        _status(runs_dir, **{"ericsson-table2": (st, key, "backbone.pt of moco-default is truncated" if st == "failed" else ""),
+                             "other": ("ok", "k9", "")})
+        rep = build_report("t", root, root / "REPORT.md")
+        want = {"failed": "failed", "ok": "stale", "not-run": "not-run"}[st]
+        assert rep.computed and f"## Run `ericsson-table2`: {want}, nothing shown" in rep.text, rep.text
+        assert "0.78" not in rep.text and "0.777" not in rep.text and "| default | 500 |" not in rep.text
+        assert "Not shown: Similarity; Training." in rep.text
+        assert all(line.count("not evaluated") for line in rep.text.splitlines() if line.startswith("| egh-t2-"))
+        assert "held (" not in rep.text and f"0 of {len(CLAIMS)} ({len(CLAIMS)} not evaluated)" in rep.text
+        assert "`ericsson-table2`: commit" not in rep.text                       # no provenance of a result not shown
+    _status(runs_dir, **{"ericsson-table2": ("failed", "new", "backbone.pt of moco-default is truncated"), "other": ("ok", "k9", "")})
+    text = build_report("t", root, root / "REPORT.md").text
+    assert "backbone.pt of moco-default is truncated. Log: `repro/runs/t/ericsson-table2.failed/log.txt`." in text
+    assert "| Ericsson, Gouk & Hospedales 2022 | - | Table 2 (run `ericsson-table2` failed) |" in text
+
+
+def test_a_batch_that_computed_nothing_never_overwrites_the_report(tmp_path, capsys):
+    "Every run failed: the committed report stays; the new one goes to <report>.failed, and says so; a later success removes it."
+    from invariances.report import build_report
+    root = _project(tmp_path); runs_dir = root / "repro/runs/t"
+    committed = root / "repro/REPORT.md"; committed.write_text("the committed report\n")
+    _table2_folder(runs_dir / "ericsson-table2", key="old")
+    _status(runs_dir, **{"ericsson-table2": ("failed", "new", "no data under /empty")})
+    rep = build_report("t", root, committed)
+    assert not rep.computed and rep.path == root / "repro/REPORT.md.failed" and rep.path.read_text() == rep.text
+    assert committed.read_text() == "the committed report\n"
+    assert "This batch computed nothing" in rep.text and "no data under /empty" in rep.text
+    assert str(rep.path) in rep.message and str(committed) in rep.message and str(rep.path) in capsys.readouterr().err
+    _table2_folder(runs_dir / "ericsson-table2", key="new")
+    _status(runs_dir, **{"ericsson-table2": ("ok", "new", "")})
+    rep = build_report("t", root, committed)
+    assert rep.computed and committed.read_text() == rep.text and not (root / "repro/REPORT.md.failed").exists()
+
+
+def test_a_run_folder_without_status_json_is_shown_as_status_unknown(tmp_path):
+    "An older runner wrote no status.json: a run with .done.json is shown and labelled; one without is not run."
+    from invariances.report import build_report
+    root = _project(tmp_path, runs=("ericsson-table2", "other"))
+    _table2_folder(root / "repro/runs/t/ericsson-table2")
+    text = build_report("t", root, root / "REPORT.md").text
+    assert "| ericsson-table2 | ericsson_table2.ipynb | done (status unknown) |" in text and "0.12 (" in text
+    assert "No `status.json` in `t/`" in text and "| other | other.ipynb | not run |" in text
 
 
 def test_report_shows_a_runs_figure(tmp_path):
     "A comparison entry with `figure` copies the run's PNG beside the report and links it; a missing figure is skipped."
-    import json
     from invariances.report import build_report
-    (tmp_path / "settings.ini").write_text("")
-    for d in ("repro/batches", "nbs/experiments", "repro/runs/t/rec"): (tmp_path / d).mkdir(parents=True)
-    (tmp_path / "nbs/experiments/rec.ipynb").write_text("{}")
-    (tmp_path / "repro/batches/t.yaml").write_text("description: a test\nruns:\n  - {name: rec, notebook: rec.ipynb}\n")
-    (tmp_path / "repro/comparisons.yaml").write_text(yaml.safe_dump([
-        {"title": "Curve", "note": "a curve", "run": "rec", "figure": "curve"},
-        {"title": "Absent", "run": "rec", "figure": "absent"}]))
+    root = _project(tmp_path, runs=("rec",), comparisons=[{"title": "Curve", "note": "a curve", "run": "rec", "figure": "curve"},
+                                                          {"title": "Absent", "run": "rec", "figure": "absent"}])
+    (root / "repro/runs/t/rec").mkdir(); (root / "repro/runs/t/rec/.done.json").write_text('{"key": "k"}')
     png = b"\x89PNG\r\n\x1a\n fake"
-    (tmp_path / "repro/runs/t/rec/curve.png").write_bytes(png)
-    text = build_report("t", tmp_path, tmp_path / "repro/REPORT.md")
+    (root / "repro/runs/t/rec/curve.png").write_bytes(png)
+    text = build_report("t", root, root / "repro/REPORT.md").text
     assert "## Curve" in text and "![Curve](figures/t-rec-curve.png)" in text and "Absent" not in text
-    assert (tmp_path / "repro/figures/t-rec-curve.png").read_bytes() == png
+    assert (root / "repro/figures/t-rec-curve.png").read_bytes() == png
+
+
+def test_the_table2_figure_is_listed_for_the_report():
+    "Table 2's figure, written by its notebook, is shown by the report (issue 16: figures where people look)."
+    import json
+    figs = [c["figure"] for c in COMPARISONS if c["run"] == "ericsson-table2" and c.get("figure")]
+    nb = json.loads((ROOT / "nbs/experiments/ericsson_table2.ipynb").read_text())
+    src = "\n".join("".join(c["source"]) for c in nb["cells"])
+    assert figs and all(f'run.figure(fig, "{f}"' in src for f in figs)
+
+
+def test_readme_status_column_matches_the_batches():
+    """Issue 16: the README's table of what we rebuild is generated from the scoreboard and the batch files; the committed
+    table (in nbs/index.ipynb, rendered to README.md) must be exactly what they say today."""
+    from invariances.report import committed_rebuild_table, rebuild_table
+    want = rebuild_table(ROOT)
+    assert committed_rebuild_table(ROOT) == want, ("README's table of what we rebuild disagrees with repro/scoreboard.yaml and "
+        "repro/batches/: run `python -c 'from invariances.report import update_rebuild_table; update_rebuild_table()'` "
+        "then `python -c 'from invariances.cli import write_docs; write_docs()'`")
+    assert want in (ROOT / "README.md").read_text()
+
+
+def test_committed_report_builds_only_what_the_batches_build():
+    """What the committed REPORT.md's scoreboard calls built is a result whose run the cpu batch holds (so the README,
+    checked above against the same files, calls it built by `cpu` too)."""
+    from invariances.report import batch_runs, load_scoreboard
+    text = (ROOT / "repro" / "REPORT.md").read_text()
+    if "## Scoreboard" not in text: pytest.skip("the committed report predates the scoreboard")
+    cpu = batch_runs(ROOT)["cpu"]
+    for p in load_scoreboard(ROOT / "repro" / "scoreboard.yaml"):
+        row = next(l for l in text.splitlines() if l.startswith(f"| {p['paper']} |"))
+        cell = row.split("|")[2].strip()
+        built = [r for r in p["results"] if cell != "-" and (cell == r["name"] or cell.startswith(r["name"] + ", ")
+                                                              or f", {r['name']}" in cell)]
+        assert cell == "-" or built, f"REPORT.md lists {cell!r} as built for {p['paper']}: not a result of the scoreboard"
+        for r in built:
+            assert r.get("run") in cpu, f"REPORT.md says {p['paper']} {r['name']} was built by the cpu batch, whose runs are {cpu}"
