@@ -38,6 +38,7 @@ bench: venv
 	@for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
 readme: venv
+	$(BIN)/python -c "from invariances.report import update_rebuild_table; update_rebuild_table()"
 	$(BIN)/python -c "from invariances.cli import write_docs; write_docs()"
 
 # Regenerate the library and clean the notebooks after editing them.
