@@ -11,7 +11,7 @@ from pathlib import Path
 import nbformat
 
 from .core import write_text
-from .repro import load_batch, project_root, run_batch, summary_markdown
+from .repro import load_batch, project_root, read_status, run_batch, summary_markdown
 from .report import build_report
 
 # %% auto #0
@@ -35,9 +35,11 @@ def main(argv: list[str] | None = None) -> int:
         batch = load_batch(a.batch, root)
         if a.list:
             out = Path(a.out or root / "repro" / "runs" / batch.name)
+            last = read_status(out)["runs"]   # what the latest invocation did with each run
             for r in batch.runs:
                 state = "done" if (out / r.name / ".done.json").is_file() else "not run"
-                print(f"{r.name:32s} {r.notebook.name:32s} {state:8s} {json.dumps(r.parameters)}")
+                state += f" (last: {last[r.name]['status']})" if r.name in last else ""
+                print(f"{r.name:32s} {r.notebook.name:32s} {state:24s} {json.dumps(r.parameters)}")
             return 0
         only = [s for s in a.only.split(",") if s] or None
         results = run_batch(batch, only, a.force, a.out, root, timeout=a.timeout)

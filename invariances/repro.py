@@ -5,7 +5,7 @@
 # %% ../nbs/80_repro.ipynb #bb8cf14f
 from __future__ import annotations
 
-import contextlib, fcntl, hashlib, json, logging, os, tempfile, time, traceback
+import ast, contextlib, datetime, fcntl, hashlib, json, logging, os, re, secrets, shutil, tempfile, time, traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -16,8 +16,10 @@ from .core import data_root, tree_digest, write_json, write_text, git_info
 from .runs import table_markdown
 
 # %% auto #0
-__all__ = ['project_root', 'library_digest', 'RunSpec', 'Batch', 'load_batch', 'declared_parameters', 'check_parameters',
-           'data_digests', 'run_key', 'RunResult', 'execute_run', 'summary_markdown', 'run_batch']
+__all__ = ['STATUS', 'project_root', 'library_digest', 'RunSpec', 'Batch', 'load_batch', 'declared_parameters', 'declared_type',
+           'type_allows', 'check_parameters', 'parameter_errors', 'data_digests', 'missing_data', 'run_key',
+           'RunResult', 'failed_folder', 'remove_folder', 'replace_folder', 'clean_leftovers', 'execute_run',
+           'read_status', 'summary_markdown', 'run_batch']
 
 # %% ../nbs/80_repro.ipynb #a9b9468f
 def project_root(start: str | os.PathLike | None = None) -> Path:
@@ -52,6 +54,8 @@ class Batch:
     runs: list[RunSpec]
     path: Path
 
+_RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")   # a run's name is its folder's name
+
 def load_batch(name_or_path: str | os.PathLike, root: Path | None = None) -> Batch:
     "Read `repro/batches/<name>.yaml` (or a path), checking every field and that every notebook exists."
     root = root or project_root()
@@ -72,6 +76,9 @@ def load_batch(name_or_path: str | os.PathLike, root: Path | None = None) -> Bat
             raise ValueError(f"{p}: run #{i} needs `name` and `notebook`, got {r!r}")
         if set(r) - {"name", "notebook", "parameters", "data"}:
             raise ValueError(f"{p}: run {r['name']!r} has unknown keys {sorted(set(r) - {'name', 'notebook', 'parameters', 'data'})}")
+        if not isinstance(r["name"], str) or not _RUN_NAME.fullmatch(r["name"]) or r["name"].endswith(".failed"):
+            raise ValueError(f"{p}: run name {r['name']!r} is not a folder name (letters, digits, `.`, `_`, `-`; "
+                             "not ending in `.failed`)")
         if r["name"] in seen: raise ValueError(f"{p}: run name {r['name']!r} appears twice")
         seen.add(r["name"])
         nb = root / "nbs" / "experiments" / r["notebook"]
@@ -93,12 +100,44 @@ def declared_parameters(notebook: str | os.PathLike) -> dict:
         nbformat.write(nb, str(Path(d) / Path(notebook).name))
         return papermill.inspect_notebook(str(Path(d) / Path(notebook).name))
 
-def check_parameters(notebook: str | os.PathLike, parameters: dict) -> None:
-    "Raise if any of `parameters` is not declared by `notebook`."
-    declared = declared_parameters(notebook)
+_CHECKED = {t.__name__: t for t in (bool, int, float, str, list, tuple, dict)}
+
+def declared_type(spec: dict) -> type | None:
+    "The type a declared parameter expects (one of bool, int, float, str, list, tuple, dict), None for any value."
+    name = spec.get("inferred_type_name")
+    if name and name != "None": return _CHECKED.get(name)      # an annotation; one we do not know is not checked
+    try: default = ast.literal_eval(spec.get("default") or "None")
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError): return None   # an expression
+    return _CHECKED.get(type(default).__name__) if default is not None else None
+
+def type_allows(expected: type | None, value) -> bool:
+    "Whether a batch `value` suits a parameter expecting `expected` (the rules in the table above)."
+    if expected is None: return True
+    if expected is bool or isinstance(value, bool): return expected is bool and isinstance(value, bool)
+    if expected is float: return isinstance(value, (int, float))
+    if expected in (list, tuple): return isinstance(value, (list, tuple))
+    return isinstance(value, expected)
+
+def check_parameters(notebook: str | os.PathLike, parameters: dict, where: str = "") -> None:
+    "Raise if any of `parameters` is not declared by `notebook` or has a type its declaration does not allow."
+    pre = f"{where}: " if where else ""
+    try: declared = declared_parameters(notebook)
+    except ValueError as e: raise ValueError(f"{pre}{e}") from None
     unknown = sorted(set(parameters) - set(declared))
     if unknown:
-        raise ValueError(f"{Path(notebook).name}: unknown parameter(s) {unknown}; the notebook declares {sorted(declared)}")
+        raise ValueError(f"{pre}{Path(notebook).name}: unknown parameter(s) {unknown}; the notebook declares {sorted(declared)}")
+    bad = [f"parameter {k!r} expects {t.__name__} (declared `{k} = {declared[k].get('default')}`), "
+           f"got {type(v).__name__} {v!r}" for k, v in parameters.items()
+           if not type_allows(t := declared_type(declared[k]), v)]
+    if bad: raise ValueError(f"{pre}{Path(notebook).name}: " + "; ".join(bad))
+
+def parameter_errors(batch: Batch, runs: list[RunSpec] | None = None) -> dict:
+    "Run name -> why its parameters are refused, for every run of `batch` (or `runs`); empty when all are fine."
+    errors = {}
+    for r in batch.runs if runs is None else runs:
+        try: check_parameters(r.notebook, r.parameters, where=f"batch {batch.path}: run {r.name!r}")
+        except ValueError as e: errors[r.name] = str(e)
+    return errors
 
 # %% ../nbs/80_repro.ipynb #301240ef
 def data_digests(names, root=None) -> dict:
@@ -110,6 +149,17 @@ def data_digests(names, root=None) -> dict:
         folder = root / n
         out[n] = "%d:%s" % tree_digest(folder) if folder.is_dir() else "missing"
     return out
+
+def missing_data(run: RunSpec, root=None) -> str | None:
+    "Why `run` cannot read the data folders it names (no data root, or folders missing under it); None if it can."
+    if not run.data: return None
+    try: r = data_root(root)
+    except FileNotFoundError as e: return f"run {run.name!r} reads {run.data}: {e} (INVARIANCES_DATA)"
+    if r is None: return f"run {run.name!r} reads {run.data} under the data root, but none is set (INVARIANCES_DATA)"
+    missing = [str(r / n) for n in run.data if not (r / n).is_dir()]
+    if missing: return (f"run {run.name!r}: data folder(s) {', '.join(missing)} not found under the data root {r} "
+                        "(INVARIANCES_DATA); data_manifests/ gives each dataset's source and layout")
+    return None
 
 def run_key(run: RunSpec, lib: str, data: dict) -> str:
     h = hashlib.sha256()
@@ -126,6 +176,8 @@ class RunResult:
     seconds: float = 0.0
     artifacts: list = field(default_factory=list)
     message: str = ""
+    key: str | None = None           # the run key it was computed (or attempted) for
+    folder: Path | None = None       # where its files are: `<run>/` (ok, skipped) or `<run>.failed/`
 
 def _artifacts(run_dir: Path) -> list[str]:
     skip = {"executed.ipynb", "log.txt", ".done.json", "provenance.json"}
@@ -142,43 +194,99 @@ def _env(**kv):
             if v is None: os.environ.pop(k, None)
             else: os.environ[k] = v
 
+# %% ../nbs/80_repro.ipynb #3f6b2c90
+def failed_folder(run_dir: Path) -> Path:
+    "Where the files of `run_dir`'s last failure are kept: `<run>.failed/` beside it."
+    return run_dir.with_name(run_dir.name + ".failed")
+
+_LEFTOVER = re.compile(r"\.(?P<final>.+)\.(?P<kind>tmp|old|trash)-[0-9a-f]{10}")
+
+def _fresh_folder(final: Path, kind: str) -> Path:
+    "A new empty folder `.<final>.<kind>-<random>` beside `final` (mode 0o777 less the umask)."
+    while True:
+        p = final.with_name(f".{final.name}.{kind}-{secrets.token_hex(5)}")
+        try: p.mkdir(); return p
+        except FileExistsError: continue
+
+def remove_folder(path: Path) -> None:
+    "Delete the folder `path`: renamed away first, so that a kill mid-way leaves no partial folder under its name."
+    if not path.exists(): return
+    trash = _fresh_folder(path, "trash"); os.replace(path, trash); shutil.rmtree(trash)
+
+def replace_folder(new: Path, final: Path) -> Path:
+    "Put the complete folder `new` at `final` (same filesystem); the previous `final` is deleted only once `new` is there."
+    old = None
+    if final.exists(): old = _fresh_folder(final, "old"); os.replace(final, old)   # onto an empty folder: POSIX allows
+    os.replace(new, final)
+    if old is not None: shutil.rmtree(old)
+    return final
+
+def clean_leftovers(out: Path) -> list[str]:
+    "Tidy what a killed runner left in `out`: `.old-` folders whose run folder is gone go back; the rest is deleted."
+    done = []
+    for p in sorted(Path(out).iterdir()):
+        m = _LEFTOVER.fullmatch(p.name)
+        if not m or not p.is_dir(): continue
+        final = p.with_name(m["final"])
+        if m["kind"] == "old" and not final.exists(): os.replace(p, final); done.append(f"restored {final.name}/ from {p.name}/")
+        else: shutil.rmtree(p); done.append(f"removed {p.name}/")
+    return done
+
+# %% ../nbs/80_repro.ipynb #8e2d4a6b
 def execute_run(run: RunSpec, run_dir: Path, key: str, data: dict, kernel_name: str | None = "python3",
                 timeout: int | None = None) -> RunResult:
-    "Execute one notebook with papermill into `run_dir`; never raises for a failing notebook."
+    """Execute one notebook with papermill into a fresh folder beside `run_dir`, then swap it in: to `run_dir` if it
+    finished (removing an earlier `<run>.failed/`), to `<run>.failed/` if not. Never raises for a failing notebook."""
     import papermill
-    run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / ".done.json").unlink(missing_ok=True)
-    code = git_info(run.notebook.parent)  # the code as it was when the run started, not when it ended
-    start = time.time()
-    log = logging.getLogger("papermill")
-    handler = logging.FileHandler(run_dir / "log.txt", mode="w"); handler.setLevel(logging.INFO)
-    log.addHandler(handler); old_level = log.level; log.setLevel(logging.INFO)
-    status, message = "ok", ""
+    run_dir = Path(run_dir); run_dir.parent.mkdir(parents=True, exist_ok=True)
+    work = _fresh_folder(run_dir, "tmp")
     try:
-        # OpenMP threads that spin while waiting make torch on a busy CPU many times slower (measured: a small
-        # forward pass went from 9 ms to 1.5 s at load 8 on 2 cores); passive waiting costs little when idle.
-        omp = {"OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")}
-        with _env(INVARIANCES_RUN_DIR=run_dir.resolve(), MPLBACKEND="Agg", **omp):
-            papermill.execute_notebook(str(run.notebook), str(run_dir / "executed.ipynb"), parameters=run.parameters,
-                                       kernel_name=kernel_name, language="python", progress_bar=False, log_output=True,
-                                       cwd=str(run_dir), execution_timeout=timeout)
-    except Exception as e:  # a failing notebook is recorded, the batch goes on
-        status = "failed"
-        message = (str(e).strip().splitlines() or [type(e).__name__])[-1][:300]
-        with open(run_dir / "log.txt", "a") as f: f.write("\n" + traceback.format_exc())
-    finally:
-        log.removeHandler(handler); handler.close(); log.setLevel(old_level)
-    seconds = time.time() - start
-    prov_path = run_dir / "provenance.json"
-    prov = json.loads(prov_path.read_text()) if prov_path.is_file() else {"note": "the notebook wrote no provenance"}
-    prov["runner"] = {"run": run.name, "notebook": run.notebook.name, "parameters": run.parameters, "key": key,
-                      "data": data, "status": status, "wall_s": round(seconds, 2), "git": code}
-    write_json(prov_path, prov)
-    result = RunResult(run.name, status, seconds, _artifacts(run_dir), message)
-    if status == "ok": write_json(run_dir / ".done.json", {"key": key, "seconds": seconds, "artifacts": result.artifacts})
-    return result
+        code = git_info(run.notebook.parent)  # the code as it was when the run started, not when it ended
+        start = time.time()
+        log = logging.getLogger("papermill")
+        handler = logging.FileHandler(work / "log.txt", mode="w"); handler.setLevel(logging.INFO)
+        log.addHandler(handler); old_level = log.level; log.setLevel(logging.INFO)
+        status, message = "ok", ""
+        try:
+            # OpenMP threads that spin while waiting make torch on a busy CPU many times slower (measured: a small
+            # forward pass went from 9 ms to 1.5 s at load 8 on 2 cores); passive waiting costs little when idle.
+            omp = {"OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")}
+            with _env(INVARIANCES_RUN_DIR=work.resolve(), MPLBACKEND="Agg", **omp):
+                papermill.execute_notebook(str(run.notebook), str(work / "executed.ipynb"), parameters=run.parameters,
+                                           kernel_name=kernel_name, language="python", progress_bar=False,
+                                           log_output=True, cwd=str(work), execution_timeout=timeout)
+        except Exception as e:  # a failing notebook is recorded, the batch goes on
+            status = "failed"
+            message = (str(e).strip().splitlines() or [type(e).__name__])[-1][:300]
+            with open(work / "log.txt", "a") as f: f.write("\n" + traceback.format_exc())
+        finally:
+            log.removeHandler(handler); handler.close(); log.setLevel(old_level)
+        seconds = time.time() - start
+        prov_path = work / "provenance.json"
+        prov = json.loads(prov_path.read_text()) if prov_path.is_file() else {"note": "the notebook wrote no provenance"}
+        prov["runner"] = {"run": run.name, "notebook": run.notebook.name, "parameters": run.parameters, "key": key,
+                          "data": data, "status": status, "message": message, "wall_s": round(seconds, 2), "git": code}
+        write_json(prov_path, prov)
+        result = RunResult(run.name, status, seconds, _artifacts(work), message, key)
+        if status == "ok":
+            write_json(work / ".done.json", {"key": key, "seconds": seconds, "artifacts": result.artifacts})
+            result.folder = replace_folder(work, run_dir); remove_folder(failed_folder(run_dir))
+        else: result.folder = replace_folder(work, failed_folder(run_dir))
+        return result
+    finally: shutil.rmtree(work, ignore_errors=True)   # gone already unless interrupted (KeyboardInterrupt, an OSError)
 
 # %% ../nbs/80_repro.ipynb #1b6d6e45
+STATUS = "status.json"   # in the batch folder: what the latest invocation did with each run
+
+def read_status(out: str | os.PathLike) -> dict:
+    "The `status.json` of the batch folder `out` (`{'runs': {}}` when there is none)."
+    p = Path(out) / STATUS
+    return json.loads(p.read_text()) if p.is_file() else {"runs": {}}
+
+def _entry(status: str, key: str | None = None, message: str = "", seconds: float = 0.0, folder=None) -> dict:
+    return {"status": status, "key": key, "message": message, "seconds": round(seconds, 2),
+            "folder": Path(folder).name if folder else None}
+
 def summary_markdown(batch: Batch, results: list[RunResult]) -> str:
     import pandas as pd
     rows = [{"run": r.name, "status": r.status, "seconds": round(r.seconds, 1),
@@ -191,7 +299,7 @@ def summary_markdown(batch: Batch, results: list[RunResult]) -> str:
 def run_batch(batch: str | Batch, only: list[str] | None = None, force: bool = False, out: Path | None = None,
               root: Path | None = None, kernel_name: str | None = "python3", timeout: int | None = None,
               echo=print) -> list[RunResult]:
-    "Run (or skip, when unchanged) every run of `batch`; write `SUMMARY.md`; return the results."
+    "Check every run, then run (or skip, when unchanged) each; keep `status.json` and `SUMMARY.md`; return the results."
     root = root or project_root()
     batch = batch if isinstance(batch, Batch) else load_batch(batch, root)
     runs = batch.runs
@@ -203,24 +311,42 @@ def run_batch(batch: str | Batch, only: list[str] | None = None, force: bool = F
     lock = open(out / ".lock", "w")
     try: fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError: raise RuntimeError(f"another runner is already running batch {batch.name!r} into {out}")
-    results, lib = [], library_digest()
+    now = lambda: datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    previous, only_names = read_status(out).get("runs", {}), {r.name for r in runs}
+    status = {"batch": batch.name, "started": now(), "finished": None,
+              "runs": {r.name: _entry("not-run") if r.name in only_names else previous.get(r.name, _entry("not-run"))
+                       for r in batch.runs}}
+    def record(name, entry): status["runs"][name] = entry; write_json(out / STATUS, status)
+    results = []
     try:
+        for line in clean_leftovers(out): echo(f"left by a killed runner: {line}")
+        refused = parameter_errors(batch)       # every run of the batch, before the first starts
+        if refused:
+            for name, msg in refused.items(): status["runs"][name] = _entry("refused", message=msg)
+            status["finished"] = now(); write_json(out / STATUS, status)
+            raise ValueError(f"batch {batch.path} refused, nothing ran:\n  " + "\n  ".join(refused.values()))
+        no_data = {r.name: m for r in runs if (m := missing_data(r))}
+        lib = library_digest()
         for i, run in enumerate(runs, 1):
             tag = f"[{i}/{len(runs)}] {run.name}"
-            try: check_parameters(run.notebook, run.parameters)
-            except ValueError as e:
-                results.append(RunResult(run.name, "refused", message=str(e))); echo(f"{tag}: refused: {e}"); continue
+            if run.name in no_data:
+                r = RunResult(run.name, "refused", message=no_data[run.name])
+                results.append(r); record(run.name, _entry("refused", message=r.message)); echo(f"{tag}: refused: {r.message}")
+                continue
             data = data_digests(run.data)
             key, run_dir = run_key(run, lib, data), out / run.name
             done = run_dir / ".done.json"
             if not force and done.is_file() and json.loads(done.read_text()).get("key") == key:
                 d = json.loads(done.read_text())
-                results.append(RunResult(run.name, "skipped", d.get("seconds", 0.0), d.get("artifacts", []), "unchanged inputs"))
-                echo(f"{tag}: unchanged, skipped"); continue
-            echo(f"{tag}: running {run.notebook.name} {json.dumps(run.parameters)}")
-            r = execute_run(run, run_dir, key, data, kernel_name, timeout)
-            results.append(r)
-            echo(f"{tag}: {r.status} in {r.seconds:.1f} s" + (f": {r.message}" if r.message else ""))
+                r = RunResult(run.name, "skipped", d.get("seconds", 0.0), d.get("artifacts", []), "unchanged inputs", key, run_dir)
+                remove_folder(failed_folder(run_dir))   # the complete result is current; an older failure is moot
+                echo(f"{tag}: unchanged, skipped")
+            else:
+                echo(f"{tag}: running {run.notebook.name} {json.dumps(run.parameters)}")
+                r = execute_run(run, run_dir, key, data, kernel_name, timeout)
+                echo(f"{tag}: {r.status} in {r.seconds:.1f} s" + (f": {r.message}; its files: {r.folder}" if r.message else ""))
+            results.append(r); record(run.name, _entry(r.status, r.key, r.message, r.seconds, r.folder))
+        status["finished"] = now(); write_json(out / STATUS, status)
     finally:
         if results:
             write_text(out / "SUMMARY.md", summary_markdown(batch, results))

@@ -45,26 +45,27 @@ def out(project, name, run): return project / "repro" / "runs" / name / run
 
 
 def test_refuses_notebook_without_parameters_cell(project, capsys):
-    batch(project, "b", [{"name": "np", "notebook": "noparams.ipynb"}, {"name": "ok", "notebook": "ok.ipynb"}])
-    assert main(["b"]) == 1
-    text = capsys.readouterr().out
-    assert "noparams.ipynb: no cell tagged `parameters`" in text
-    assert (out(project, "b", "ok") / ".done.json").is_file()            # the other run still ran
-    assert not out(project, "b", "np").exists()                            # nothing ran for the refused one
+    batch(project, "b", [{"name": "ok", "notebook": "ok.ipynb"}, {"name": "np", "notebook": "noparams.ipynb"}])
+    assert main(["b"]) == 2
+    text = capsys.readouterr().err
+    assert "noparams.ipynb: no cell tagged `parameters`" in text and "run 'np'" in text
+    assert not out(project, "b", "ok").exists() and not out(project, "b", "np").exists()   # nothing ran, not even `ok`
+    status = json.loads((project / "repro" / "runs" / "b" / "status.json").read_text())["runs"]
+    assert status["np"]["status"] == "refused" and status["ok"]["status"] == "not-run"
 
 
 def test_refuses_unknown_parameter(project, capsys):
     batch(project, "b", [{"name": "ok", "notebook": "ok.ipynb", "parameters": {"m": 2}}])
-    assert main(["b"]) == 1
-    assert "ok.ipynb: unknown parameter(s) ['m']; the notebook declares ['n']" in capsys.readouterr().out
+    assert main(["b"]) == 2
+    assert "run 'ok': ok.ipynb: unknown parameter(s) ['m']; the notebook declares ['n']" in capsys.readouterr().err
 
 
 def test_failing_run_does_not_stop_batch(project, capsys):
     batch(project, "b", [{"name": "f", "notebook": "fail.ipynb"}, {"name": "ok", "notebook": "ok.ipynb", "parameters": {"n": 7}}])
     assert main(["b"]) == 1
     assert json.loads((out(project, "b", "ok") / "out.json").read_text()) == {"n": 7}   # the parameter reached the notebook
-    assert not (out(project, "b", "f") / ".done.json").exists()
-    assert "deliberate failure" in (out(project, "b", "f") / "log.txt").read_text()
+    assert not out(project, "b", "f").exists()                              # no result, and its files beside
+    assert "deliberate failure" in (out(project, "b", "f.failed") / "log.txt").read_text()
     summary = (project / "repro" / "runs" / "b" / "SUMMARY.md").read_text()
     assert "| f | failed |" in summary and "| ok | ok |" in summary
     prov = json.loads((out(project, "b", "ok") / "provenance.json").read_text())
@@ -102,15 +103,14 @@ def test_batch_killed_halfway_finishes_without_redoing(project):
     # the runner (and its kernel) is killed while `second` is running; started again, it must skip `first`
     proc = subprocess.Popen([BIN / "invariances-repro", "b"], cwd=project, start_new_session=True,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    started = out(project, "b", "second") / "started"
     deadline = time.time() + 120
-    while not started.exists():
+    while not list((project / "repro" / "runs" / "b").glob(".second.tmp-*/started")):  # its fresh folder
         assert proc.poll() is None, proc.stdout.read().decode()
         assert time.time() < deadline, "the second run never started"
         time.sleep(0.05)
     os.killpg(proc.pid, signal.SIGKILL); proc.wait()
     assert (out(project, "b", "first") / ".done.json").is_file()
-    assert not (out(project, "b", "second") / ".done.json").exists()
+    assert not out(project, "b", "second").exists()
     first_stamp = (out(project, "b", "first") / "out.json").stat().st_mtime_ns
     res = subprocess.run([BIN / "invariances-repro", "b"], cwd=project, capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stdout + res.stderr
@@ -118,3 +118,5 @@ def test_batch_killed_halfway_finishes_without_redoing(project):
     assert "[2/2] second: ok" in res.stdout
     assert (out(project, "b", "first") / "out.json").stat().st_mtime_ns == first_stamp
     assert (out(project, "b", "second") / ".done.json").is_file()
+    assert sorted(p.name for p in (project / "repro" / "runs" / "b").iterdir()) == [
+        ".lock", "REPORT.md", "SUMMARY.md", "first", "second", "status.json"]   # the killed run's folder is gone
