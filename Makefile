@@ -23,11 +23,12 @@ $(STAMP):
 	touch $@
 
 # The test command (CI runs exactly this): nbdev's CI checks, the import layers (pyproject.toml), the notebooks' own tests, pytest, the smoke batch.
+# Real-data tests run when INVARIANCES_DATA names the data root (.ci/run sets it to ../shared/data when present); -rs prints why each skipped test skipped.
 test: venv
 	$(BIN)/python -m pytest -q tests/test_sync.py
 	$(BIN)/lint-imports --no-cache
 	$(BIN)/nbdev_test --flags slow
-	$(BIN)/python -m pytest -q tests
+	$(BIN)/python -m pytest -q -rs tests
 	$(BIN)/invariances-repro smoke
 
 # The main job: the `cpu` batch on the embedded synthetic data (BATCH=real for real data under $$INVARIANCES_DATA).
