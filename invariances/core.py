@@ -330,16 +330,24 @@ def _file_lock(path: Path):
         try: yield
         finally: fcntl.flock(f, fcntl.LOCK_UN)
 
+def _probe_digest(rec: dict) -> str:
+    "sha256 of a probe record's content (as JSON stores it), its own `digest` field left out."
+    return config_key({k: v for k, v in json.loads(json.dumps(rec, default=str)).items() if k != "digest"}, 64)
+
 def _read_probe(path: Path, key: dict) -> dict | None:
-    "The cached measurement at `path` if it is one for `key`; None if absent; None and a warning if unusable."
+    """The cached measurement at `path` if it is one for `key`, its content matching its digest; None if absent; None
+    and a warning naming the file if unusable (then measured again). A record from before digests is sealed in place."""
     if not path.is_file(): return None
     try:
         rec = json.loads(path.read_text())
         if not isinstance(rec, dict) or rec.get("key") != key or rec.get("choice") not in CPU_RUNTIMES:
             raise ValueError("not a measurement of this machine and probe")
+        if "digest" not in rec:
+            with contextlib.suppress(OSError): write_json(path, rec | {"digest": _probe_digest(rec)})
+        elif rec["digest"] != _probe_digest(rec): raise ValueError("its content does not match its digest (a damaged file)")
         return rec
-    except (OSError, ValueError) as e:  # json.JSONDecodeError is a ValueError
-        warnings.warn(f"ignoring the CPU runtime cache {path}: {e}", stacklevel=4)
+    except (OSError, ValueError) as e:  # json.JSONDecodeError and UnicodeDecodeError are ValueErrors
+        warnings.warn(f"ignoring the CPU runtime cache {path}: {e}; measuring again", stacklevel=4)
         return None
 
 def cpu_runtime_choice(measure: bool = True) -> tuple[str, str, dict | None]:
@@ -371,7 +379,7 @@ def cpu_runtime_choice(measure: bool = True) -> tuple[str, str, dict | None]:
                        "speedup": {n: round(min(fp32[w] / t[w] for w in fp32), 3) for n, t in m["step_s"].items()},
                        "measured_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
                 how = "measured"
-                try: write_json(path, rec)
+                try: write_json(path, rec | {"digest": _probe_digest(rec)})
                 except OSError as e: warnings.warn(f"could not cache the CPU runtime probe in {path}: {e}", stacklevel=3)
         _CPU_CHOICES[k] = out = (rec["choice"], how, rec)
         return out

@@ -184,3 +184,73 @@ def test_health_record_flipped_byte_is_measured_again():
                             f"{folder / 'health.json'} does not match its sha256")
     assert again == rec
     assert json.loads((folder / HEALTH_MANIFEST).read_text())["weights"] == zoo.weights_digest("random", "smoke")
+
+
+# ---------------------------------------------------------------- training checkpoints (fit's own resume)
+class _Toy(nn.Module):
+    "The smallest `Method`: a linear readout of the mean pixel, trained by the loop (random views from the generator)."
+    def __init__(self, targets):
+        super().__init__(); torch.manual_seed(0); self.fc = nn.Linear(3, 3); self.targets = targets
+    def forward(self, x, idx, generator):
+        x = x + 0.01 * torch.randn(x.shape, generator=generator)
+        return nn.functional.cross_entropy(self.fc(x.mean((2, 3))), self.targets[idx]), {}
+
+
+@pytest.mark.parametrize("fault", ["truncate", "flip"])
+def test_training_checkpoint_damage_restarts_the_training(tmp_path, monkeypatch, fault):
+    from invariances.train.loop import CHECKPOINT, LoopConfig, fit
+    monkeypatch.setenv("INVARIANCES_CPU_RUNTIME", "fp32")                       # no runtime probe (seconds) in this test
+    rng = np.random.default_rng(0)
+    data = ImageSet(rng.integers(0, 256, (24, 8, 8, 3), dtype=np.uint8), pd.DataFrame({"target": rng.integers(0, 3, 24)}))
+    cfg = LoopConfig(batch_size=8, steps=9, lr=0.5, checkpoint_every=4)
+    def run(out, **kw):
+        m = _Toy(torch.as_tensor(data.meta.target.values.copy())); return m, fit(m, data, cfg, out, progress=False, **kw)
+    full, _ = run(tmp_path / "full")                                            # undisturbed
+    with pytest.raises(KeyboardInterrupt): run(tmp_path / "cut", interrupt_at=6)   # killed; checkpoint of step 4 kept
+    ckpt = tmp_path / "cut" / CHECKPOINT
+    truncate(ckpt) if fault == "truncate" else flip(ckpt)
+    (m, out), _ = damaged_call(lambda: run(tmp_path / "cut"), f"training checkpoint of _Toy: cache entry {ckpt} is damaged",
+                               "training from step 0",
+                               f"{ckpt} has " if fault == "truncate" else f"{ckpt} does not match its sha256")
+    assert out["resumed_from"] == 0 and out["steps"] == 9
+    assert _equal(m.state_dict(), full.state_dict())                           # the same weights as the undisturbed run
+
+
+# ---------------------------------------------------------------- recipe records (evaluation.recipe)
+@pytest.mark.slow
+def test_recipe_record_damage_is_trained_again(cache):
+    from invariances.evaluation.recipe import RECIPE_MANIFEST, recipe_run
+    rec = recipe_run("probe", "smoke", {"lr": 0.1}, evaluations=1)
+    (folder,) = (cache / "recipe").iterdir(); path = folder / "recipe.json"
+    flip(path)
+    again, _ = damaged_call(lambda: recipe_run("probe", "smoke", {"lr": 0.1}, evaluations=1),
+                            f"recipe run 'probe' (smoke, seed 0): cache entry {folder} is damaged", f"{path} does not match its sha256")
+    assert again["config"] == rec["config"] and [c["step"] for c in again["curve"]] == [c["step"] for c in rec["curve"]]
+    assert again["knn_accuracy"] == rec["knn_accuracy"]                          # trained again, to the same result
+    assert recipe_run("probe", "smoke", {"lr": 0.1}, evaluations=1) == again      # the new record is sealed and read back
+    (folder / RECIPE_MANIFEST).unlink()                                         # a record from before digests: adopted
+    assert recipe_run("probe", "smoke", {"lr": 0.1}, evaluations=1) == again and (folder / RECIPE_MANIFEST).is_file()
+
+
+# ---------------------------------------------------------------- the CPU runtime probe (core.cpu_runtime_choice)
+def test_runtime_probe_record_damage_is_measured_again(monkeypatch, cache):
+    from invariances import core
+    calls = []
+    def fake_measure(candidates, **probe):   # stands in for the 15 s probe: channels_last 20 % faster
+        calls.append(1); t = {n: {"plain": 1.0 if n == "fp32" else 0.8, "moco": 1.0 if n == "fp32" else 0.8} for n in candidates}
+        return {"step_s": t, "wall_step_s": t, "img_s": t, "wall_img_s": t, "probe": core.CPU_PROBE, "seconds": 0.0}
+    monkeypatch.setattr(core, "measure_cpu_runtime", fake_measure)
+    monkeypatch.delenv(core.CPU_RUNTIME_ENV, raising=False)
+    monkeypatch.setattr(core, "_CPU_CHOICES", {})
+    choice, how, rec = core.cpu_runtime_choice()
+    assert how == "measured" and len(calls) == 1
+    (path,) = (cache / "runtime").glob("cpu-*.json")
+    raw = path.read_text(); i = raw.index('"speedup"'); j = next(k for k in range(i, len(raw)) if raw[k].isdigit())
+    path.write_text(raw[:j] + str((int(raw[j]) + 1) % 10) + raw[j + 1:])        # one digit of a number: still valid JSON
+    core._CPU_CHOICES.clear()
+    with pytest.warns(UserWarning, match=f"ignoring the CPU runtime cache {path}: its content does not match its digest") as w:
+        choice2, how2, _ = core.cpu_runtime_choice()
+    print("\n" + str(w[0].message))
+    assert (choice2, how2) == (choice, "measured") and len(calls) == 2
+    core._CPU_CHOICES.clear()
+    assert core.cpu_runtime_choice()[1] == "cached" and len(calls) == 2        # the new record is read back

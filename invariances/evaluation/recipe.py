@@ -14,6 +14,7 @@ import torch
 
 from .. import zoo
 from ..core import Runtime, cache_dir, config_key, write_json
+from ..data.cache import CacheError, StaleEntry, begin_entry, check_entry, finish_entry, warn_damaged
 from .health import KNNMonitor, health_protocol, health_sets
 from ..policies import get_policy
 from ..train.loop import fit
@@ -21,8 +22,8 @@ from ..train.methods import method_config
 from ..train.moco import MoCo
 
 # %% auto #0
-__all__ = ['RECIPE_VERSION', 'CLOCKS', 'compute_minutes', 'recipe_run', 'recipe_table', 'recipe_summary', 'choose_recipe',
-           'plot_recipe']
+__all__ = ['RECIPE_VERSION', 'RECIPE_MANIFEST', 'CLOCKS', 'compute_minutes', 'recipe_run', 'recipe_table', 'recipe_summary',
+           'choose_recipe', 'plot_recipe']
 
 # %% ../../nbs/76_recipe.ipynb #2ca733e3
 RECIPE_VERSION = 2   # bump when recipe_run's record changes meaning (2: compute minutes beside wall minutes)
@@ -30,6 +31,24 @@ RECIPE_VERSION = 2   # bump when recipe_run's record changes meaning (2: compute
 def compute_minutes(point: dict) -> float:
     "CPU minutes a `KNNMonitor` record spent training, per torch thread: its wall minutes with the cores to itself."
     return point["train_cpu_seconds"] / point["threads"] / 60
+
+RECIPE_MANIFEST = "recipe.manifest.json"   # the record's digest, in the one cache's manifest format
+
+def _cached_recipe(folder: Path, label: str) -> dict | None:
+    "The verified record in `folder`, an adopted record from before digests, or None (with a warning if damaged)."
+    path = folder / "recipe.json"
+    try:
+        if check_entry(folder, need=("recipe.json",), manifest=RECIPE_MANIFEST) is not None:
+            try: return json.loads(path.read_text())
+            except ValueError as e: raise CacheError(f"{path} is not JSON: {e}") from e
+    except StaleEntry: return None
+    except CacheError as e: warn_damaged(label, folder, e, "training it again"); return None
+    if not path.is_file(): return None
+    try: record = json.loads(path.read_text())           # written before digests were recorded
+    except ValueError as e: warn_damaged(label, folder, e, "training it again"); return None
+    if not isinstance(record, dict) or "knn_accuracy" not in record: return None
+    finish_entry(folder, {"recipe": label}, ["recipe.json"], RECIPE_MANIFEST)
+    return record
 
 def recipe_run(name: str, profile="cpu", overrides: dict | None = None, evaluations: int = 4, seed: int = 0,
                root=None, runtime: Runtime | None = None, progress: bool = False, rerun: bool = False) -> dict:
@@ -46,8 +65,9 @@ def recipe_run(name: str, profile="cpu", overrides: dict | None = None, evaluati
                       "evaluations": evaluations, "n_train": p.n_train, "protocol": protocol,
                       "data": zoo.data_identity(scale, root)})
     folder = cache_dir("recipe", f"{name}-{p.name}-{key}")
-    record_path = folder / "recipe.json"
-    if record_path.is_file() and not rerun: return json.loads(record_path.read_text())
+    record_path, label = folder / "recipe.json", f"recipe run {name!r} ({p.name}, seed {seed})"
+    if not rerun and (record := _cached_recipe(folder, label)) is not None: return record
+    begin_entry(folder, RECIPE_MANIFEST)                           # a half-written record never looks finished
     train_set = zoo.dataset(scale, "train", p.n_train, root)
     cfg = dataclasses.replace(cfg, checkpoint_every=max(1, -(-cfg.total_steps(len(train_set)) // evaluations)))
     monitor = KNNMonitor(*health_sets(scale, root, protocol), protocol["k"], protocol["temperature"], runtime=runtime)
@@ -66,6 +86,7 @@ def recipe_run(name: str, profile="cpu", overrides: dict | None = None, evaluati
               "final_loss": float(np.mean([h["loss"] for h in tail])), "chance_loss": cfg.chance_loss,
               "final_contrastive_accuracy": float(np.mean([h.get("acc", np.nan) for h in tail]))}
     write_json(record_path, record)
+    finish_entry(folder, {"recipe": label}, ["recipe.json"], RECIPE_MANIFEST)
     shutil.rmtree(folder / "run", ignore_errors=True)
     return record
 

@@ -17,12 +17,14 @@ import torch.distributed as dist
 
 from ..core import Runtime, to_float_images, save_torch, write_json, provenance
 from ..data.imageset import ImageSet
-from ..models import BackboneConfig, Encoder, save_backbone
+from ..data.cache import CacheError, begin_entry, check_entry, finish_entry, warn_damaged
+from ..models import BackboneConfig, CheckpointError, Encoder, read_checkpoint, save_backbone
 
 # %% auto #0
-__all__ = ['CHECKPOINT', 'ATTEMPTS', 'ATTEMPT_LOG_S', 'PROFILES', 'LoopConfig', 'cosine_lr', 'EpochSampler', 'rng_state',
-           'set_rng_state', 'world_info', 'init_distributed', 'is_distributed', 'all_gather_cat', 'unwrap',
-           'TrainingDiverged', 'fit', 'Method', 'Profile', 'get_profile', 'EncoderConfig', 'train_encoder']
+__all__ = ['CHECKPOINT', 'CHECKPOINT_MANIFEST', 'ATTEMPTS', 'ATTEMPT_LOG_S', 'PROFILES', 'LoopConfig', 'cosine_lr',
+           'EpochSampler', 'rng_state', 'set_rng_state', 'world_info', 'init_distributed', 'is_distributed',
+           'all_gather_cat', 'unwrap', 'TrainingDiverged', 'fit', 'Method', 'Profile', 'get_profile', 'EncoderConfig',
+           'train_encoder']
 
 # %% ../../nbs/50_loop.ipynb #733fc72c
 @dataclass
@@ -129,7 +131,7 @@ def _all_finite(module: nn.Module) -> bool:
     return all(bool(torch.isfinite(t).all()) for t in module.state_dict().values() if t.is_floating_point())
 
 # %% ../../nbs/50_loop.ipynb #8bef3c42
-CHECKPOINT = "checkpoint.pt"
+CHECKPOINT, CHECKPOINT_MANIFEST = "checkpoint.pt", "checkpoint.manifest.json"   # the manifest: its sha256, checked on resume
 ATTEMPTS, ATTEMPT_LOG_S = "attempts.json", 30.0   # the attempt log beside the checkpoint, and how often it is rewritten
 
 def _read_attempts(path: Path) -> list[dict]:
@@ -176,8 +178,16 @@ def fit(method: nn.Module, train_set: ImageSet, config: LoopConfig, out_dir: str
     optimizer = _make_optimizer(method, config)
     gen = torch.Generator(device=runtime.device).manual_seed(config.seed * 7919 + rank)  # augmentation randomness
     step, history, resumed_from, seconds_before = 0, [], 0, 0.0
+    ck = None
     if ckpt_path.is_file():
-        ck = torch.load(ckpt_path, map_location="cpu", weights_only=True)
+        try:
+            check_entry(out_dir, need=(CHECKPOINT,), manifest=CHECKPOINT_MANIFEST)   # its digest (absent: killed mid-save)
+            ck = read_checkpoint(ckpt_path)
+            if not isinstance(ck, dict) or not {"step", "method", "optimizer", "run_config"} <= set(ck):
+                raise CheckpointError(f"{ckpt_path} is not a training checkpoint (no step, method, optimizer, run_config)")
+        except (CacheError, CheckpointError) as e:   # truncated or corrupted: reported by path, training starts over
+            warn_damaged(f"training checkpoint of {type(method).__name__}", ckpt_path, e, "training from step 0"); ck = None
+    if ck is not None:
         if ck["run_config"] != run_config:
             raise ValueError(f"{ckpt_path} belongs to another run: {ck['run_config']} != {run_config}; use another out_dir")
         method.load_state_dict(ck["method"]); optimizer.load_state_dict(ck["optimizer"])
@@ -207,9 +217,11 @@ def fit(method: nn.Module, train_set: ImageSet, config: LoopConfig, out_dir: str
             raise TrainingDiverged(f"weights became NaN/inf before step {step}; last good checkpoint kept at {ckpt_path}")
         gens = _gather_generator_states(gen)
         if rank == 0:
+            begin_entry(out_dir, CHECKPOINT_MANIFEST)
             save_torch({"step": step, "method": method.state_dict(), "optimizer": optimizer.state_dict(),
                         "rng": rng_state(), "generators": gens, "history": history, "run_config": run_config,
                         "world_size": world, "train_seconds": seconds_before + time.perf_counter() - t_start}, ckpt_path)
+            finish_entry(out_dir, {"step": step}, [CHECKPOINT], CHECKPOINT_MANIFEST)
             log_attempt(time.perf_counter() - t_start)
         if world > 1: dist.barrier()
 
@@ -232,7 +244,7 @@ def fit(method: nn.Module, train_set: ImageSet, config: LoopConfig, out_dir: str
             if world > 1: dist.all_reduce(finite, op=dist.ReduceOp.MIN)
             if finite.item() < 1:
                 if bar is not None: bar.close()
-                last = torch.load(ckpt_path, map_location="cpu", weights_only=True)["step"] if ckpt_path.is_file() else None
+                last = read_checkpoint(ckpt_path)["step"] if ckpt_path.is_file() else None
                 raise TrainingDiverged(f"loss is {loss.item()} at step {step} (lr={lr:.4g}); stopped. Last good checkpoint: "
                                        + (f"{ckpt_path} (step {last})" if last is not None else "none written yet")
                                        + ". Lower the learning rate or check the data.")
