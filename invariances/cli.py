@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
         batch = load_batch(a.batch, root)
         if a.list:
             out = Path(a.out or root / "repro" / "runs" / batch.name)
-            last = read_status(out)["runs"]   # what the latest invocation did with each run
+            last = read_status(out)   # what the latest invocation did with each run
             for r in batch.runs:
                 state = "done" if (out / r.name / ".done.json").is_file() else "not run"
                 state += f" (last: {last[r.name]['status']})" if r.name in last else ""

@@ -5,7 +5,7 @@
 # %% ../nbs/80_repro.ipynb #bb8cf14f
 from __future__ import annotations
 
-import ast, contextlib, datetime, fcntl, hashlib, json, logging, os, re, secrets, shutil, tempfile, time, traceback
+import ast, contextlib, fcntl, hashlib, json, logging, os, re, secrets, shutil, tempfile, time, traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -279,9 +279,10 @@ def execute_run(run: RunSpec, run_dir: Path, key: str, data: dict, kernel_name: 
 STATUS = "status.json"   # in the batch folder: what the latest invocation did with each run
 
 def read_status(out: str | os.PathLike) -> dict:
-    "The `status.json` of the batch folder `out` (`{'runs': {}}` when there is none)."
+    "The `status.json` of the batch folder `out`: run name -> {status, key, message, seconds, folder} ({} when there is none)."
     p = Path(out) / STATUS
-    return json.loads(p.read_text()) if p.is_file() else {"runs": {}}
+    try: return json.loads(p.read_text()) if p.is_file() else {}
+    except ValueError: return {}   # damaged: this invocation writes a new one
 
 def _entry(status: str, key: str | None = None, message: str = "", seconds: float = 0.0, folder=None) -> dict:
     return {"status": status, "key": key, "message": message, "seconds": round(seconds, 2),
@@ -311,19 +312,17 @@ def run_batch(batch: str | Batch, only: list[str] | None = None, force: bool = F
     lock = open(out / ".lock", "w")
     try: fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError: raise RuntimeError(f"another runner is already running batch {batch.name!r} into {out}")
-    now = lambda: datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-    previous, only_names = read_status(out).get("runs", {}), {r.name for r in runs}
-    status = {"batch": batch.name, "started": now(), "finished": None,
-              "runs": {r.name: _entry("not-run") if r.name in only_names else previous.get(r.name, _entry("not-run"))
-                       for r in batch.runs}}
-    def record(name, entry): status["runs"][name] = entry; write_json(out / STATUS, status)
+    previous, only_names = read_status(out), {r.name for r in runs}
+    status = {r.name: _entry("not-run") if r.name in only_names else previous.get(r.name, _entry("not-run"))
+              for r in batch.runs}
+    def record(name, entry): status[name] = entry; write_json(out / STATUS, status)
     results = []
     try:
         for line in clean_leftovers(out): echo(f"left by a killed runner: {line}")
         refused = parameter_errors(batch)       # every run of the batch, before the first starts
         if refused:
-            for name, msg in refused.items(): status["runs"][name] = _entry("refused", message=msg)
-            status["finished"] = now(); write_json(out / STATUS, status)
+            for name, msg in refused.items(): status[name] = _entry("refused", message=msg)
+            write_json(out / STATUS, status)
             raise ValueError(f"batch {batch.path} refused, nothing ran:\n  " + "\n  ".join(refused.values()))
         no_data = {r.name: m for r in runs if (m := missing_data(r))}
         lib = library_digest()
@@ -346,7 +345,7 @@ def run_batch(batch: str | Batch, only: list[str] | None = None, force: bool = F
                 r = execute_run(run, run_dir, key, data, kernel_name, timeout)
                 echo(f"{tag}: {r.status} in {r.seconds:.1f} s" + (f": {r.message}; its files: {r.folder}" if r.message else ""))
             results.append(r); record(run.name, _entry(r.status, r.key, r.message, r.seconds, r.folder))
-        status["finished"] = now(); write_json(out / STATUS, status)
+        write_json(out / STATUS, status)
     finally:
         if results:
             write_text(out / "SUMMARY.md", summary_markdown(batch, results))

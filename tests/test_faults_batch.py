@@ -12,6 +12,10 @@ Each test does one thing a user's batch can suffer and asserts what the user is 
 * an empty data root: the run that reads `tiny-imagenet-200` is refused naming the missing folder, the others run;
 * a wrong-typed parameter: nothing runs (exit 2), the message names the batch, run, parameter, expected and given type.
 
+After each, what the report would show (`invariances.report.run_states`) is checked: a run it deems usable holds exactly
+the result of the key it vouches for, a failed, refused or unreached run shows no numbers, and a batch that computed
+nothing leaves the last `REPORT.md` as it was (its report goes to `REPORT.md.failed`).
+
 `pytest -s tests/test_faults_batch.py` prints what the user sees for each."""
 import json, os, random, signal, subprocess, sys, time
 from pathlib import Path
@@ -20,6 +24,7 @@ import nbformat
 import pytest
 
 from invariances.cli import main
+from invariances.report import run_states
 
 BIN = Path(sys.executable).parent
 RUNNER = {"executed.ipynb", "log.txt", "provenance.json", ".done.json"}   # the runner's records (they hold times)
@@ -63,7 +68,7 @@ def snapshot(folder: Path) -> dict:
             for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
-def status(out: Path) -> dict: return json.loads((out / "status.json").read_text())["runs"]
+def status(out: Path) -> dict: return json.loads((out / "status.json").read_text())   # run name -> record
 def done_key(folder: Path) -> str: return json.loads((folder / ".done.json").read_text())["key"]
 
 
@@ -97,6 +102,7 @@ def test_sigkill_at_random_points_then_resume(project):
     undisturbed = time.time() - t0
     want = {n: {r: snapshot(d / r) for r in names} for n, d in ((2, ref), (4, out))}
     key4 = {r: done_key(out / r) for r in names}
+    n_of = {r: {done_key(ref / r): 2, key4[r]: 4} for r in names}               # run key -> the result it vouches for
     assert set(want[4]["second"]) - set(want[2]["second"]) == {"part-2.txt", "part-3.txt"}
 
     def complete_results():
@@ -106,12 +112,18 @@ def test_sigkill_at_random_points_then_resume(project):
                 assert list(out.glob(f".{r}.old-*")), f"{r}/ is gone and nothing can restore it"
                 continue
             assert snapshot(out / r) in (want[2][r], want[4][r]), f"{r}/ holds a mixture: {sorted(snapshot(out / r))}"
+        # what the report would show: a run it deems usable (status ok/skipped, the same key in .done.json) holds
+        # exactly the result of that key
+        for r, s in run_states(list(names), out).items():
+            if s.usable: assert snapshot(out / r) == want[n_of[r][done_key(out / r)]][r], r
 
     # while `second` executes: `first` is already the new result, `second` still the older one, bit for bit
     batch(project, two_runs(2))
     kill_when(project, out, lambda t: list(out.glob(".second.tmp-*/part-1.txt")), "`second` executing")
     assert snapshot(out / "first") == want[2]["first"] and snapshot(out / "second") == want[4]["second"]
     assert status(out)["first"]["status"] == "ok" and status(out)["second"]["status"] == "not-run"
+    states = run_states(list(names), out)
+    assert states["first"].usable and not states["second"].usable                # the report shows no numbers of `second`
     # between runs: `first` has just been swapped in, `second` not started
     batch(project, two_runs(4))
     kill_when(project, out, lambda t: (out / "first" / ".done.json").is_file() and done_key(out / "first") == key4["first"],
@@ -142,6 +154,7 @@ def test_failing_notebook_keeps_the_last_complete_result(project, capsys):
     good = [{"name": "r", "notebook": "parts.ipynb", "parameters": {"n": 2}}]
     batch(project, good); assert main(["b"]) == 0
     before = snapshot(out / "r"); before_done = (out / "r" / ".done.json").read_bytes()
+    report = (out / "REPORT.md").read_bytes()
     batch(project, [{"name": "r", "notebook": "parts.ipynb", "parameters": {"n": 3, "fail": True}}])
     capsys.readouterr()
     assert main(["b"]) == 1
@@ -158,6 +171,11 @@ def test_failing_notebook_keeps_the_last_complete_result(project, capsys):
     assert st["status"] == "failed" and st["folder"] == "r.failed" and "deliberate failure" in st["message"]
     assert st["key"] != done_key(out / "r")                     # the report must not show r's (older) numbers for it
     assert not list(out.glob(".r.*"))                           # no temporary folder left
+    # the report: nothing was computed, so the last report stays and this one is written beside it, showing no numbers
+    assert (out / "REPORT.md").read_bytes() == report
+    row = next(l for l in (out / "REPORT.md.failed").read_text().splitlines() if l.startswith("| r |"))
+    assert "| failed |" in row and "r.failed/log.txt" in row and "deliberate failure" in row
+    assert not run_states(["r"], out)["r"].usable
     batch(project, good); assert main(["b"]) == 0               # the earlier inputs again: skipped, and current
     assert status(out)["r"]["status"] == "skipped" and not failed.exists()
 
@@ -174,6 +192,7 @@ def test_empty_data_root_refuses_the_run_naming_the_folder(project, tmp_path, mo
     st = status(out)["real"]
     assert st["status"] == "refused" and str(empty / "tiny-imagenet-200") in st["message"] and st["key"] is None
     assert not (out / "real").exists() and not (out / "real.failed").exists()   # nothing ran
+    assert not (out / "REPORT.md").exists() and "refused" in (out / "REPORT.md.failed").read_text()   # no report of it
     monkeypatch.setenv("INVARIANCES_DATA", str(tmp_path / "nowhere"))           # a root that does not exist
     assert main(["b"]) == 1
     assert f"data root {tmp_path / 'nowhere'} does not exist" in capsys.readouterr().out
@@ -193,3 +212,4 @@ def test_wrong_type_refuses_the_batch_before_anything_runs(project, capsys):
     assert "'fine'" not in said                                   # the good run is not blamed
     assert not (out / "fine").exists() and not (out / "typo").exists()   # nothing ran, not even the good run
     assert {r: s["status"] for r, s in status(out).items()} == {"fine": "not-run", "typo": "refused"}
+    assert not list(out.glob("REPORT.md*"))                      # refused before anything: no report at all

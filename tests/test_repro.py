@@ -50,7 +50,7 @@ def test_refuses_notebook_without_parameters_cell(project, capsys):
     text = capsys.readouterr().err
     assert "noparams.ipynb: no cell tagged `parameters`" in text and "run 'np'" in text
     assert not out(project, "b", "ok").exists() and not out(project, "b", "np").exists()   # nothing ran, not even `ok`
-    status = json.loads((project / "repro" / "runs" / "b" / "status.json").read_text())["runs"]
+    status = json.loads((project / "repro" / "runs" / "b" / "status.json").read_text())
     assert status["np"]["status"] == "refused" and status["ok"]["status"] == "not-run"
 
 
