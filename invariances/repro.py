@@ -319,6 +319,7 @@ def run_batch(batch: str | Batch, only: list[str] | None = None, force: bool = F
     results = []
     try:
         for line in clean_leftovers(out): echo(f"left by a killed runner: {line}")
+        write_json(out / STATUS, status)        # from now on, a run this invocation has not finished is `not-run`
         refused = parameter_errors(batch)       # every run of the batch, before the first starts
         if refused:
             for name, msg in refused.items(): status[name] = _entry("refused", message=msg)
@@ -344,7 +345,8 @@ def run_batch(batch: str | Batch, only: list[str] | None = None, force: bool = F
                 echo(f"{tag}: running {run.notebook.name} {json.dumps(run.parameters)}")
                 r = execute_run(run, run_dir, key, data, kernel_name, timeout)
                 echo(f"{tag}: {r.status} in {r.seconds:.1f} s" + (f": {r.message}; its files: {r.folder}" if r.message else ""))
-            results.append(r); record(run.name, _entry(r.status, r.key, r.message, r.seconds, r.folder))
+            spent = 0.0 if r.status == "skipped" else r.seconds   # status.json: the time this invocation spent
+            results.append(r); record(run.name, _entry(r.status, r.key, r.message, spent, r.folder))
         write_json(out / STATUS, status)
     finally:
         if results:

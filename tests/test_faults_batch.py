@@ -177,7 +177,7 @@ def test_failing_notebook_keeps_the_last_complete_result(project, capsys):
     assert "| failed |" in row and "r.failed/log.txt" in row and "deliberate failure" in row
     assert not run_states(["r"], out)["r"].usable
     batch(project, good); assert main(["b"]) == 0               # the earlier inputs again: skipped, and current
-    assert status(out)["r"]["status"] == "skipped" and not failed.exists()
+    assert status(out)["r"]["status"] == "skipped" and status(out)["r"]["seconds"] == 0 and not failed.exists()
 
 
 def test_empty_data_root_refuses_the_run_naming_the_folder(project, tmp_path, monkeypatch, capsys):
