@@ -94,8 +94,11 @@ class Chromium:
         return {**page, "errors": errors}
 
     def close(self):
-        try: self.ws.close()
+        "Ask Chromium to quit (so it removes its temporary files), then make sure it has."
+        try: self.call("Browser.close"); self.ws.close()
         except Exception: pass
+        try: self.proc.wait(10); return
+        except subprocess.TimeoutExpired: pass
         self.proc.terminate()
         try: self.proc.wait(10)
         except subprocess.TimeoutExpired: self.proc.kill()
