@@ -108,7 +108,7 @@ class Chromium:
 def site(tmp_path_factory):
     d = tmp_path_factory.mktemp("docs")
     t0 = time.time()
-    out = docs_build.build(out=d / "_site", src=d / "_site_src")
+    docs_build.build(out=d / "_site", src=d / "_site_src")
     print(f"docs build: {time.time() - t0:.1f} s")
     return d
 
