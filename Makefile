@@ -10,7 +10,7 @@ export MPLBACKEND := Agg
 # passive OpenMP waiting: spinning threads make torch many times slower on a loaded CPU (see nbs/80_repro.ipynb)
 export OMP_WAIT_POLICY ?= PASSIVE
 
-.PHONY: venv test repro bench readme sync clean-runs
+.PHONY: venv test repro bench readme sync clean-runs docs notebooks
 
 venv: $(STAMP)
 
@@ -45,3 +45,12 @@ readme: venv
 # Regenerate the library and clean the notebooks after editing them.
 sync: venv
 	$(BIN)/nbdev_export && $(BIN)/nbdev_clean && $(MAKE) readme
+
+# The docs site in _site/ (open _site/index.html): the report, README, architecture, API and the notebooks as stored,
+# the experiments as the last `cpu` batch ran them (RUNS=dir for another run folder). Sphinx + myst-nb, offline.
+docs: venv
+	$(BIN)/python docs/build.py $(if $(RUNS),--runs $(RUNS))
+
+# Execute the library notebooks in place, keeping outputs and figures (NB="nbs/22_display.ipynb ..." for some).
+notebooks: venv
+	$(BIN)/python docs/notebooks.py $(NB)
