@@ -342,7 +342,18 @@ class Report:
 
 def _read_table(run_dir: Path, name: str) -> pd.DataFrame | None:
     p = run_dir / f"{name}.csv"
-    return pd.read_csv(p, index_col=0) if p.is_file() else None
+    if not p.is_file(): return None
+    t = pd.read_csv(p, index_col=0)
+    for c in t.columns:     # a column mixing words and numbers: its numbers formatted like the rest
+        if not pd.api.types.is_numeric_dtype(t[c]): t[c] = t[c].map(_number_or_text).astype(object)
+    return t
+
+def _number_or_text(v):
+    if not isinstance(v, str): return v
+    try: return int(v)
+    except ValueError: pass
+    try: return float(v)
+    except ValueError: return v
 
 def _read_json(p: Path) -> dict:
     return json.loads(p.read_text()) if p.is_file() else {}
