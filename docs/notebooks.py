@@ -52,9 +52,25 @@ def execute(path: Path, timeout: int = 900, skip_flags: set[str] = frozenset(), 
     t0 = time.time()
     try: asyncio.run(asyncio.wait_for(client.async_execute(), timeout))
     except asyncio.TimeoutError: raise TimeoutError(f"{path}: did not finish in {timeout} s (--timeout)") from None
+    drop_machine_noise(nb)
     nbformat.write(nb, path)
     subprocess.run([BIN / "nbdev_clean", "--fname", str(path)], cwd=ROOT, check=True, capture_output=True)
     return time.time() - t0
+
+
+NOISE = ("TqdmWarning: IProgress not found", "from .autonotebook import tqdm as notebook_tqdm")
+
+def drop_machine_noise(nb) -> None:
+    "Remove stderr lines that say something about this machine's Jupyter, not the notebook (they also carry its paths)."
+    for cell in nb.cells:
+        if cell.cell_type != "code": continue
+        keep = []
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "stream" and out.get("name") == "stderr":
+                out["text"] = "".join(l for l in out["text"].splitlines(keepends=True) if not any(n in l for n in NOISE))
+                if not out["text"]: continue
+            keep.append(out)
+        cell.outputs = keep
 
 
 def library_notebooks(root: Path = ROOT) -> list[Path]:

@@ -49,7 +49,7 @@ class Supervised(nn.Module):
         "The method for `config`, with the labels of `train_set` (`meta['target']`) and the augmentation `policy`."
         if not isinstance(config, SupervisedConfig): raise TypeError(f"config must be a SupervisedConfig, got {type(config).__name__}")
         if "target" not in train_set.meta: raise ValueError(f"{train_set.name}: meta has no 'target' column (needed for supervised training)")
-        return cls(config, torch.as_tensor(train_set.meta["target"].to_numpy(), dtype=torch.long), policy)
+        return cls(config, torch.tensor(train_set.meta["target"].to_numpy(), dtype=torch.long), policy)
 
     def forward(self, x, idx, generator=None):
         views, _ = self.policy(x, generator=generator)
