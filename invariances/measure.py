@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
                                              "Purushwalkam & Gupta (2020) on the embedded rendered data (and on real datasets under "
                                              "a data root) and writes a report card: card.md and a self-contained card.html.")
     ap.add_argument("model", help="a torchvision architecture (resnet18, torchvision:vit_b_16, ...) or timm:<name>, with --weights; "
-                                  "a checkpoint file (MoCo repository, torchvision ResNet state_dict, this library's backbone.pt); "
+                                  "a checkpoint file (MoCo repository, VISSL/PIRL, torchvision ResNet state_dict, this library's backbone.pt); "
                                   "or zoo:<name>")
     ap.add_argument("--weights", default=None, help="weights file (a state_dict) for an architecture name; none: untrained")
     ap.add_argument("--layer", default=None, help="the layer to measure, by name (default: the output, classifier removed)")

@@ -21,7 +21,7 @@ from .core import IMAGENET_MEAN, IMAGENET_STD, save_torch, write_json
 __all__ = ['ARCHS', 'BackboneConfig', 'make_resnet', 'separable_max_pool2d', 'MaxPool2d', 'Encoder', 'ProjectionHead',
            'FeatureTaps', 'tap_features', 'FusedEncoder', 'CheckpointError', 'read_checkpoint', 'sidecar_path',
            'save_backbone', 'load_backbone', 'encoder_from_state_dict', 'infer_backbone_config',
-           'import_moco_checkpoint', 'import_torchvision_weights', 'load_public_checkpoint']
+           'import_moco_checkpoint', 'import_torchvision_weights', 'import_vissl_checkpoint', 'load_public_checkpoint']
 
 # %% ../nbs/30_models.ipynb #27580cb7
 ARCHS = {"resnet18": (tv_resnet.BasicBlock, [2, 2, 2, 2]), "resnet34": (tv_resnet.BasicBlock, [3, 4, 6, 3]),
@@ -227,14 +227,31 @@ def import_torchvision_weights(path, map_location="cpu") -> dict[str, torch.Tens
     if "conv1.weight" not in sd: raise ValueError(f"{path}: not a torchvision ResNet state_dict (no 'conv1.weight')")
     return {k: v for k, v in sd.items() if not k.startswith("fc.")}
 
+def import_vissl_checkpoint(path, map_location="cpu") -> dict[str, torch.Tensor]:
+    """Backbone `state_dict` from a VISSL checkpoint, the format of the public PIRL models (Misra & van der Maaten 2020,
+    released in VISSL's model zoo): `classy_state_dict.base_model.model.trunk`, keys prefixed `_feature_blocks.`."""
+    ck = read_checkpoint(path, map_location)
+    try: trunk = ck["classy_state_dict"]["base_model"]["model"]["trunk"] if "classy_state_dict" in ck else ck
+    except (KeyError, TypeError): raise ValueError(f"{path}: a VISSL checkpoint without classy_state_dict.base_model.model.trunk") from None
+    prefix = "_feature_blocks."
+    out = {k[len(prefix):]: v for k, v in trunk.items() if k.startswith(prefix) and not k[len(prefix):].startswith("fc")}
+    if not out: raise ValueError(f"{path}: no '{prefix}*' keys in the VISSL trunk; keys start with {sorted({k.split('.')[0] for k in trunk})[:5]}")
+    return out
+
+_IMPORTERS = {"moco": import_moco_checkpoint, "vissl": import_vissl_checkpoint, "torchvision": import_torchvision_weights}
+
+def _checkpoint_format(ck) -> str:
+    "The format a loaded checkpoint is in, from its keys (VISSL's nesting, MoCo's query encoder, else torchvision's)."
+    if not isinstance(ck, dict): return "torchvision"
+    if "classy_state_dict" in ck or any(str(k).startswith("_feature_blocks.") for k in ck): return "vissl"
+    return "moco" if any("encoder_q." in k for k in ck.get("state_dict", ck)) else "torchvision"
+
 def load_public_checkpoint(path, format: str = "auto") -> Encoder:
-    "An `Encoder` from a MoCo-repository or torchvision checkpoint file (`format` in 'auto', 'moco', 'torchvision')."
+    """An `Encoder` from a public checkpoint file: the MoCo repository's, a VISSL one (PIRL) or torchvision weights
+    (`format` in 'auto', 'moco', 'vissl', 'torchvision')."""
     path = Path(path)
     if not path.is_file(): raise FileNotFoundError(f"no checkpoint at {path}")
-    if format == "auto":
-        ck = read_checkpoint(path)
-        keys = ck.get("state_dict", ck).keys() if isinstance(ck, dict) else []
-        format = "moco" if any("encoder_q." in k for k in keys) else "torchvision"
-    if format not in ("moco", "torchvision"): raise ValueError(f"format must be 'auto', 'moco' or 'torchvision', got {format!r}")
-    sd = import_moco_checkpoint(path) if format == "moco" else import_torchvision_weights(path)
+    if format == "auto": format = _checkpoint_format(read_checkpoint(path))
+    if format not in _IMPORTERS: raise ValueError(f"format must be 'auto' or one of {list(_IMPORTERS)}, got {format!r}")
+    sd = _IMPORTERS[format](path)
     return encoder_from_state_dict(sd, infer_backbone_config(sd))

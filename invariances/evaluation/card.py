@@ -195,7 +195,7 @@ def _network(spec: str, weights, layer, profile, seed, data_root) -> tuple[nn.Mo
         except (ValueError, KeyError) as e:
             msg = str(e) if str(path) in str(e) else f"{path}: {e}"
             raise ValueError(f"{msg} (for a network other than a ResNet, name its architecture and pass the file as weights)") from None
-        return (net, path.stem, f"checkpoint `{path.name}` ({'this library' if ours else 'MoCo repository or torchvision ResNet'} format, "
+        return (net, path.stem, f"checkpoint `{path.name}` ({'this library' if ours else 'MoCo repository, VISSL (PIRL) or torchvision ResNet'} format, "
                 f"{net.config.arch}, width {net.config.width:g})", {"source": "checkpoint", "path": str(path), "sha256": file_digest(path)})
     if os.sep in spec or spec.lower().endswith(_CHECKPOINT_SUFFIXES): raise FileNotFoundError(f"checkpoint file {spec} does not exist")
     archs = torchvision_architectures()
@@ -206,7 +206,7 @@ def load_model(model: str | os.PathLike | nn.Module, weights=None, layer: str | 
                seed: int = 0, data_root=None) -> LoadedModel:
     """Whatever `model` names, as a network from [0, 1] images to features: an `nn.Module` taking [0, 1] images (used as
     is), a torchvision architecture (`resnet18`, `torchvision:vit_b_16`, ...) or `timm:<name>` with a `weights` file (none:
-    untrained), a checkpoint file (MoCo repository, torchvision ResNet `state_dict`, this library's `backbone.pt`), or
+    untrained), a checkpoint file (MoCo repository, VISSL/PIRL, torchvision ResNet `state_dict`, this library's `backbone.pt`), or
     `zoo:<name>`. `layer` names the layer measured (default: the output, the classifier removed)."""
     if isinstance(model, nn.Module):
         net, label, desc, info = model, type(model).__name__, f"`{type(model).__name__}` given as a module", {"source": "module"}
