@@ -274,6 +274,13 @@ class Policy:
 
     def _apply(self, x, params):
         dev = x.device
+        # Views are data, made in full precision whatever autocast the training step runs under: in a bf16 region the
+        # warp's and the blur's convolutions would return bf16 (8 bits of mantissa) and the in-place writes of mixed
+        # dtypes fail. Autocast is per thread, so the switch is here, inside each slice `run_concurrently` runs.
+        with torch.autocast(dev.type, enabled=False): return self._apply_fp32(x, params)
+
+    def _apply_fp32(self, x, params):
+        dev = x.device
         p = {name: {k: v.to(dev) for k, v in d.items()} for name, d in params.items()}
         geo = [a for a in self.augmentations if a.geometric]
         if geo:
