@@ -13,7 +13,7 @@ import pandas as pd
 import torch
 
 from .. import zoo
-from ..core import Runtime, cache_dir, config_key, write_json
+from ..core import CPU_RUNTIMES, Runtime, cache_dir, config_key, write_json
 from ..data.cache import CacheError, StaleEntry, begin_entry, check_entry, finish_entry, warn_damaged
 from .health import KNNMonitor, health_protocol, health_sets
 from ..policies import get_policy
@@ -22,11 +22,16 @@ from ..train.methods import method_config
 from ..train.moco import MoCo
 
 # %% auto #0
-__all__ = ['RECIPE_VERSION', 'RECIPE_MANIFEST', 'CLOCKS', 'compute_minutes', 'recipe_run', 'recipe_table', 'recipe_summary',
-           'choose_recipe', 'plot_recipe']
+__all__ = ['RECIPE_VERSION', 'RECIPE_MANIFEST', 'CLOCKS', 'runtime_path', 'compute_minutes', 'recipe_run', 'recipe_table',
+           'recipe_summary', 'choose_recipe', 'plot_recipe', 'runtime_comparison']
 
 # %% ../../nbs/76_recipe.ipynb #2ca733e3
 RECIPE_VERSION = 2   # bump when recipe_run's record changes meaning (2: compute minutes beside wall minutes)
+
+def runtime_path(runtime: Runtime) -> str:
+    "The arithmetic path of `runtime` by name: 'fp32', 'channels_last', 'bf16', 'bf16+channels_last' (as `core.CPU_RUNTIMES`), 'float16', ..."
+    amp = {None: None, torch.bfloat16: "bf16"}.get(runtime.amp_dtype, str(runtime.amp_dtype).removeprefix("torch."))
+    return "+".join(n for n in (amp, "channels_last" if runtime.channels_last else None) if n) or "fp32"
 
 def compute_minutes(point: dict) -> float:
     "CPU minutes a `KNNMonitor` record spent training, per torch thread: its wall minutes with the cores to itself."
@@ -53,8 +58,12 @@ def _cached_recipe(folder: Path, label: str) -> dict | None:
 def recipe_run(name: str, profile="cpu", overrides: dict | None = None, evaluations: int = 4, seed: int = 0,
                root=None, runtime: Runtime | None = None, progress: bool = False, rerun: bool = False) -> dict:
     """Train MoCo-v2 (Default policy) at `profile` with `overrides` and record held-out k-NN accuracy `evaluations`
-    times (plus once untrained). Cached under `cache_dir('recipe')`; returns the record."""
+    times (plus once untrained) on `runtime` (default: `Runtime.detect()`, the path training takes on this machine).
+    Cached under `cache_dir('recipe')` by the config, the data, the readout and, unless fp32, the arithmetic path
+    (bf16 rounds differently: its runs are separate records); returns the record."""
     p = zoo.get_profile(profile)
+    runtime = runtime if runtime is not None else Runtime.detect()
+    path = runtime_path(runtime)
     overrides = dict(overrides or {})
     if "policy" in overrides: raise ValueError("a recipe trains the Default policy; `policy` is not a recipe choice")
     if not isinstance(evaluations, int) or evaluations < 1: raise ValueError(f"evaluations must be an int >= 1, got {evaluations!r}")
@@ -63,7 +72,7 @@ def recipe_run(name: str, profile="cpu", overrides: dict | None = None, evaluati
     protocol = {k: v for k, v in health_protocol(scale).items() if k != "linear"}   # the recipe reads out k-NN only
     key = config_key({"recipe": RECIPE_VERSION, "config": asdict(cfg) | {"checkpoint_every": None},
                       "evaluations": evaluations, "n_train": p.n_train, "protocol": protocol,
-                      "data": zoo.data_identity(scale, root)})
+                      "data": zoo.data_identity(scale, root)} | ({"runtime": path} if path != "fp32" else {}))
     folder = cache_dir("recipe", f"{name}-{p.name}-{key}")
     record_path, label = folder / "recipe.json", f"recipe run {name!r} ({p.name}, seed {seed})"
     if not rerun and (record := _cached_recipe(folder, label)) is not None: return record
@@ -77,7 +86,7 @@ def recipe_run(name: str, profile="cpu", overrides: dict | None = None, evaluati
     shutil.rmtree(folder / "run", ignore_errors=True)
     out = fit(method, train_set, cfg, folder / "run", runtime=runtime, progress=progress, on_checkpoint=monitor)
     tail = out["history"][-50:]
-    record = {"name": name, "profile": p.name, "overrides": overrides, "config": asdict(cfg), "protocol": protocol,
+    record = {"name": name, "profile": p.name, "overrides": overrides, "config": asdict(cfg), "protocol": protocol, "runtime": path,
               "curve": monitor.records, "knn_accuracy": monitor.records[-1]["knn_accuracy"],
               "untrained_knn_accuracy": monitor.records[0]["knn_accuracy"],
               "train_minutes": monitor.records[-1]["train_seconds"] / 60,
@@ -93,7 +102,7 @@ def recipe_run(name: str, profile="cpu", overrides: dict | None = None, evaluati
 # %% ../../nbs/76_recipe.ipynb #fd72da0a
 def recipe_table(records: list[dict]) -> pd.DataFrame:
     "One row per recipe run: its overrides, final k-NN accuracy, training minutes, throughput and loss against chance."
-    rows = [{"run": r["name"], "seed": _seed(r), "knn_accuracy": r["knn_accuracy"], "untrained_knn_accuracy": r["untrained_knn_accuracy"],
+    rows = [{"run": r["name"], "seed": _seed(r), "runtime": r.get("runtime", "fp32"), "knn_accuracy": r["knn_accuracy"], "untrained_knn_accuracy": r["untrained_knn_accuracy"],
              "compute_minutes": r["compute_minutes"], "train_minutes": r["train_minutes"],
              "images_per_second": r["images_per_second"],
              "final_loss": r["final_loss"], "chance_loss": r["chance_loss"],
@@ -158,3 +167,28 @@ def plot_recipe(records: list[dict], references: dict[str, float] | None = None,
     if title: ax.set_title(title)
     ax.legend(fontsize=7, ncol=2)
     return ax
+
+# %% ../../nbs/76_recipe.ipynb #b7e2a902
+def runtime_comparison(runs: dict[str, list[dict]], base: str) -> pd.DataFrame:
+    """One row per arithmetic path of `runs` (path name -> the records of one recipe entry trained on that path with the
+    same seeds): k-NN accuracy mean and std over the seeds and compute minutes; against the `base` path the difference
+    of the means, its standard error, whether it is within 2 standard errors, and the speed-up in compute minutes."""
+    if base not in runs: raise ValueError(f"base path {base!r} is not among the compared paths {list(runs)}")
+    rows, seeds = {}, {}
+    for path, records in runs.items():
+        entries = recipe_summary(records)
+        if len(entries) != 1: raise ValueError(f"path {path!r}: expected the runs of one recipe entry, got {[e['name'] for e in entries]}")
+        (e,) = entries
+        seeds[path] = sorted(e["seeds"])
+        rows[path] = {"seeds": len(e["seeds"]), "knn_accuracy": e["knn_accuracy"], "knn_accuracy_std": e["knn_accuracy_std"],
+                      "compute_minutes": e["compute_minutes"]}
+    if any(s != seeds[base] for s in seeds.values()): raise ValueError(f"the paths were trained with different seeds: {seeds}")
+    b = rows[base]
+    for r in rows.values():
+        se = float(np.sqrt(b["knn_accuracy_std"] ** 2 / b["seeds"] + r["knn_accuracy_std"] ** 2 / r["seeds"]))
+        diff = r["knn_accuracy"] - b["knn_accuracy"]
+        r |= {"difference": diff, "standard_error": se, "within_noise": bool(abs(diff) <= 2 * se) if np.isfinite(se) else None,
+              "speed_up": b["compute_minutes"] / r["compute_minutes"]}
+    out = pd.DataFrame.from_dict(rows, orient="index"); out.index.name = "path"
+    return out
+
