@@ -9,7 +9,10 @@ import argparse, ast, contextlib, dataclasses, json, math, os, subprocess, sys, 
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import torch
+
 from . import zoo
+from .core import Runtime
 from .repro import RunSpec, Batch, declared_parameters, execute_run, load_batch, parameter_errors
 from .train.loop import PROFILES, Profile, get_profile
 from .train.methods import get_method
@@ -17,7 +20,7 @@ from .train.methods import get_method
 # %% auto #0
 __all__ = ['MODEL_PARAMETERS', 'FORWARDED_ENV', 'DRY_SIZES', 'DRY_STEPS', 'ZooModel', 'run_settings', 'zoo_models',
            'batch_models', 'profile_argument', 'parse_profile', 'rendezvous_port', 'TrainJob', 'main', 'make_executor',
-           'train_zoo_models', 'DryRunError', 'dry_profile', 'fabricated_root', 'dry_run']
+           'train_zoo_models', 'DryRunError', 'dry_profile', 'dry_runtime', 'fabricated_root', 'dry_run']
 
 # %% ../nbs/84_launch.ipynb #6b91a5bb
 MODEL_PARAMETERS = ("models", "references")   # notebook parameters whose values are zoo model names
@@ -182,6 +185,10 @@ def _scratch_cache():
             if old is None: os.environ.pop("INVARIANCES_CACHE", None)
             else: os.environ["INVARIANCES_CACHE"] = old
 
+def dry_runtime() -> Runtime:
+    "What the gpu batch computes with on CUDA (bf16 autocast, channels_last; `Runtime.detect`), here on the CPU."
+    return Runtime(torch.device("cpu"), torch.bfloat16, True, "dry run: the CUDA runtime's precision on the CPU")
+
 def fabricated_root(profile: Profile, folder: Path) -> str | None:
     "A data root under `folder` holding a fabricated copy of `profile`'s real data set (None for rendered data)."
     if profile.data not in zoo.REAL_FOLDERS: return None
@@ -206,16 +213,16 @@ def dry_run(batch: str | Batch, only: list[str] | None = None, echo=print) -> di
             settings = run_settings(run)
             try: models = zoo_models(run)
             except ValueError as e: raise DryRunError(str(e)) from None
-            encoders, p = {}, None
+            encoders, p, runtime = {}, None, dry_runtime()
             if models:
                 p = dry_profile(models[0].profile, [m.name for m in models])
                 root = fabricated_root(p, scratch / "data")
                 for m in models:
-                    try: encoders[m.name] = zoo.get(m.name, p, m.seed, root, progress=False)
+                    try: encoders[m.name] = zoo.get(m.name, p, m.seed, root, runtime=runtime, progress=False)
                     except Exception as e:
                         raise DryRunError(f"run {run.name!r}: model {m}: {type(e).__name__}: {e}") from e
                 settings["data_root"] = root
-            try: what = step(run, settings, encoders, p, scratch)
+            try: what = step(run, settings, encoders, p, runtime, scratch)
             except Exception as e:
                 raise DryRunError(f"run {run.name!r}: evaluation step of {run.notebook.name}: {type(e).__name__}: {e}") from e
         seconds[run.name] = time.time() - t0
@@ -223,9 +230,8 @@ def dry_run(batch: str | Batch, only: list[str] | None = None, echo=print) -> di
     return seconds
 
 # %% ../nbs/84_launch.ipynb #ac67f257
-def _table2_step(run: RunSpec, settings: dict, encoders: dict, p: Profile, scratch: Path) -> str:
+def _table2_step(run: RunSpec, settings: dict, encoders: dict, p: Profile, runtime: Runtime, scratch: Path) -> str:
     "ericsson_table2.ipynb: every transform's grid at the run's size; Table 2 of all its models on 2 images x 2 values."
-    from invariances.core import Runtime
     from invariances.evaluation.invariance import invariance_table
     from invariances.evaluation.tables import MODEL_LABELS, paper_layout
     from invariances.transforms import TRANSFORMS, get_transform
@@ -233,7 +239,7 @@ def _table2_step(run: RunSpec, settings: dict, encoders: dict, p: Profile, scrat
     images = zoo.dataset(p, "test", 2, settings["data_root"], seed=settings["seed"])
     reference = zoo.dataset(p, "val", 4, settings["data_root"], seed=settings["seed"])
     assert images.images.shape[1:] == (p.image_size, p.image_size, 3), images.images.shape
-    per_image = invariance_table(encoders, images, reference, TRANSFORMS, 2, settings["batch_size"], Runtime.detect("cpu"),
+    per_image = invariance_table(encoders, images, reference, TRANSFORMS, 2, settings["batch_size"], runtime,
                                  labels=MODEL_LABELS)
     tables = {v: per_image.pivot_table(index="model", columns="transform", values=v)[TRANSFORMS] for v in ("cosine", "mahalanobis")}
     if tables["cosine"].isna().any().any(): raise ValueError("Table 2 has missing cells")
@@ -241,7 +247,7 @@ def _table2_step(run: RunSpec, settings: dict, encoders: dict, p: Profile, scrat
     layout = paper_layout(tables["mahalanobis"], tables["cosine"], marks)
     return f"Table 2 ({layout.shape[0]} rows x {len(TRANSFORMS)} transforms) on {p.image_size} px; grids of {min(sizes.values())}-{max(sizes.values())} values"
 
-def _runner_step(run: RunSpec, settings: dict, encoders: dict, p: Profile, scratch: Path) -> str:
+def _runner_step(run: RunSpec, settings: dict, encoders: dict, p: Profile, runtime: Runtime, scratch: Path) -> str:
     "A notebook that needs no models and little time: the notebook itself through the runner, at a small size."
     small = dataclasses.replace(run, parameters={**run.parameters, **DRY_SIZES.get(run.notebook.name, {})})
     r = execute_run(small, scratch / "runs" / run.name, key="dry-run", data={})

@@ -18,7 +18,7 @@ from .data.cache import (MANIFEST, CacheError, begin_entry, check_entry, check_f
 from .data.imageset import ImageSet
 from .models import CheckpointError, Encoder, load_backbone, read_checkpoint
 from .policies import get_policy
-from .train.loop import CHECKPOINT, PROFILES, Profile, get_profile
+from .train.loop import CHECKPOINT, PROFILES, Profile, get_profile, init_distributed, world_info
 from .train.methods import get_method, method_config, train
 
 # %% auto #0
