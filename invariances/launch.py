@@ -101,7 +101,9 @@ class TrainJob:
         cmd = self.command(job.node, job.hostnames[0], rendezvous_port(job.job_id))
         print("launching:", " ".join(cmd), flush=True)
         self._torchrun = subprocess.Popen(cmd, env=os.environ | self.env)
-        code = self._torchrun.wait()
+        # polled, not `wait()`ed: `checkpoint` runs in a signal handler on this thread, and a `wait()` it interrupted
+        # would hold the Popen's lock, so that its own wait for torchrun could never reap it
+        while (code := self._torchrun.poll()) is None: time.sleep(1.0)
         if code: raise RuntimeError(f"training {self.model} failed: torchrun exited with status {code} (see above)")
         return self.model
 
@@ -110,9 +112,10 @@ class TrainJob:
         from submitit.helpers import DelayedSubmission
         proc = getattr(self, "_torchrun", None)
         if proc is not None and proc.poll() is None:
-            proc.terminate()                      # torchrun passes it on to its workers
-            try: proc.wait(timeout=60)
-            except subprocess.TimeoutExpired: proc.kill(); proc.wait()
+            for stop, grace in ((proc.terminate, 60), (proc.kill, 10)):   # torchrun passes SIGTERM on to its workers
+                stop(); until = time.time() + grace
+                while proc.poll() is None and time.time() < until: time.sleep(0.2)
+                if proc.poll() is not None: break
         return DelayedSubmission(dataclasses.replace(self))   # a fresh copy: the Popen handle is not pickled
 
 # %% ../nbs/84_launch.ipynb #6622f262
@@ -199,6 +202,8 @@ def fabricated_root(profile: Profile, folder: Path) -> str | None:
 def dry_run(batch: str | Batch, only: list[str] | None = None, echo=print) -> dict:
     "Every run of `batch` (or those in `only`) at paper shape, one training and one evaluation step each; raise `DryRunError`."
     batch = batch if isinstance(batch, Batch) else load_batch(batch)
+    unknown = sorted(set(only or []) - {r.name for r in batch.runs})
+    if unknown: raise ValueError(f"no run named {unknown} in batch {batch.name!r}; it has {[r.name for r in batch.runs]}")
     runs = [r for r in batch.runs if not only or r.name in only]
     refused = parameter_errors(batch, runs)
     if refused: raise DryRunError("dry run: parameters refused:\n  " + "\n  ".join(refused.values()))
