@@ -5,7 +5,7 @@
 # %% ../nbs/82_cli.ipynb #1a73d166
 from __future__ import annotations
 
-import argparse, json, os, sys
+import argparse, dataclasses, json, os, sys
 from pathlib import Path
 
 import nbformat
@@ -13,13 +13,15 @@ import nbformat
 from .core import write_text
 from .repro import load_batch, project_root, read_status, run_batch, summary_markdown
 from .report import build_report
+from .launch import dry_run, make_executor, train_zoo_models
 
 # %% auto #0
 __all__ = ['DOCS', 'main', 'notebook_markdown', 'readme_from_index', 'stale_docs', 'write_docs']
 
 # %% ../nbs/82_cli.ipynb #f7de5718
 def main(argv: list[str] | None = None) -> int:
-    "`invariances-repro BATCH [--only a,b] [--force] [--list]`: run a batch; exit 0 iff every run passed."
+    """`invariances-repro BATCH [--only a,b] [--force] [--list] [--dry-run] [--launcher slurm --partition P --gpus-per-node G
+    --nodes N]`: run a batch (its zoo models trained on a cluster first with a launcher); exit 0 iff every run passed."""
     ap = argparse.ArgumentParser(prog="invariances-repro", description=main.__doc__)
     ap.add_argument("batch", help="a batch name under repro/batches/ (smoke, cpu, real, gpu) or a YAML path")
     ap.add_argument("--only", default="", help="comma-separated run names to run")
@@ -29,6 +31,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=int, default=None, help="per-cell timeout in seconds")
     ap.add_argument("--report", default=None, metavar="PATH",
                     help="also write the report here (it is always written to repro/runs/<batch>/REPORT.md)")
+    ap.add_argument("--dry-run", action="store_true",
+                    help="one training step of each model and one evaluation step per run, at paper shape on the CPU; run nothing else")
+    ap.add_argument("--launcher", choices=["none", "slurm", "local"], default="none",
+                    help="train the batch's zoo models first, one submitit job each (slurm: on the cluster; local: here)")
+    ap.add_argument("--partition", default=None, help="Slurm partition")
+    ap.add_argument("--gpus-per-node", type=int, default=1, help="GPUs per node (one torchrun process each)")
+    ap.add_argument("--nodes", type=int, default=1, help="nodes per training job")
+    ap.add_argument("--processes-per-node", type=int, default=None,
+                    help="torchrun processes per node (default: --gpus-per-node, at least 1)")
+    ap.add_argument("--time-min", type=int, default=24 * 60, help="minutes per job attempt (then requeued, resuming)")
     a = ap.parse_args(argv)
     try:
         root = project_root()
@@ -42,11 +54,18 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{r.name:32s} {r.notebook.name:32s} {state:24s} {json.dumps(r.parameters)}")
             return 0
         only = [s for s in a.only.split(",") if s] or None
-        results = run_batch(batch, only, a.force, a.out, root, timeout=a.timeout)
+        if a.dry_run:
+            seconds = dry_run(batch, only)
+            print(f"dry run of batch {batch.name!r}: {len(seconds)} run(s) passed in {sum(seconds.values()):.0f} s"); return 0
         out = Path(a.out or root / "repro" / "runs" / batch.name)
+        if a.launcher != "none":
+            executor = make_executor(a.launcher, out / "jobs", a.partition, a.gpus_per_node, a.nodes, a.time_min)
+            chosen = dataclasses.replace(batch, runs=[r for r in batch.runs if not only or r.name in only])
+            train_zoo_models(chosen, executor, a.processes_per_node or max(1, a.gpus_per_node), a.nodes)
+        results = run_batch(batch, only, a.force, a.out, root, timeout=a.timeout)
         text = build_report(batch.name, root, out / "REPORT.md", runs_dir=out)
         if a.report: build_report(batch.name, root, Path(a.report), runs_dir=out)   # its figures are copied beside it
-    except (FileNotFoundError, ValueError, RuntimeError) as e:
+    except (FileNotFoundError, ValueError, RuntimeError) as e:   # DryRunError included
         print(f"invariances-repro: error: {e}", file=sys.stderr); return 2
     print("\n" + summary_markdown(batch, results))
     return 0 if all(r.status in ("ok", "skipped") for r in results) else 1

@@ -175,7 +175,8 @@ class GaussianBlur(Augmentation):
         idx = (sigma > 0).nonzero().squeeze(1)
         if len(idx) == 0: return x
         out = x.clone()
-        out[idx] = gaussian_blur(x[idx], sigma[idx], self._radius).clamp_(0, 1)
+        # under bf16 autocast `x` may be bf16 (after a colour jitter) while the blur returns float32
+        out[idx] = gaussian_blur(x[idx], sigma[idx], self._radius).clamp_(0, 1).to(out.dtype)
         return out
 
 # %% ../nbs/21_policies.ipynb #fc29927f

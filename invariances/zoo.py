@@ -10,6 +10,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
+import torch.distributed as dist
 
 from .core import Runtime, cache_dir, config_key, data_root, tree_digest, write_json
 from .data.cache import (MANIFEST, CacheError, begin_entry, check_entry, check_file, file_record, finish_entry,
@@ -17,7 +18,7 @@ from .data.cache import (MANIFEST, CacheError, begin_entry, check_entry, check_f
 from .data.imageset import ImageSet
 from .models import CheckpointError, Encoder, load_backbone, read_checkpoint
 from .policies import get_policy
-from .train.loop import CHECKPOINT, PROFILES, Profile, get_profile
+from .train.loop import CHECKPOINT, PROFILES, Profile, get_profile, init_distributed, world_info
 from .train.methods import get_method, method_config, train
 
 # %% auto #0
@@ -139,21 +140,51 @@ def _clear_for_training(folder: Path, name: str, p: Profile, seed: int):
 def get(name: str, profile: str | Profile = "cpu", seed: int = 0, root=None, runtime: Runtime | None = None,
         progress: bool = True) -> Encoder:
     """The encoder of model `name` at `profile`: loaded from the zoo cache (its files verified by digest), or trained
-    there first. A damaged entry is named in a `CacheWarning` and retrained (resumed from its checkpoint when that is intact)."""
+    there first. A damaged entry is named in a `CacheWarning` and retrained (resumed from its checkpoint when that is intact).
+    Under torchrun (every process calls `get`) the processes train together; rank 0 alone keys, locks, clears and seals."""
     p = get_profile(profile)
+    if world_info()[1] > 1: return _get_distributed(name, p, seed, root, runtime, progress)
     folder = model_dir(name, p, seed, root)
     with _locked(folder):
         enc = _load_verified(folder, name, p, seed)
         if enc is not None: return enc
         _clear_for_training(folder, name, p, seed)
-        cfg, method = model_config(name, p, seed), MODELS[name]["method"]
-        trains = get_method(method).trains
-        train_set = dataset(p, "train", p.n_train, root) if trains else None
-        policy = get_policy(cfg.policy, cfg.image_size) if trains else None
-        enc = train(method, train_set, cfg, folder, policy, runtime=runtime, progress=progress)
-        write_json(folder / "zoo.json", {"name": name, "profile": asdict(p), "seed": seed, "key": folder.name})
-        _seal(folder, name, p, seed)
-        return enc.eval()
+        enc = _train(folder, name, p, seed, root, runtime, progress)
+        _finish(folder, name, p, seed)
+        return enc
+
+def _train(folder: Path, name: str, p: Profile, seed: int, root, runtime, progress) -> Encoder:
+    cfg, method = model_config(name, p, seed), MODELS[name]["method"]
+    trains = get_method(method).trains
+    train_set = dataset(p, "train", p.n_train, root) if trains else None
+    policy = get_policy(cfg.policy, cfg.image_size) if trains else None
+    return train(method, train_set, cfg, folder, policy, runtime=runtime, progress=progress).eval()
+
+def _finish(folder: Path, name: str, p: Profile, seed: int):
+    write_json(folder / "zoo.json", {"name": name, "profile": asdict(p), "seed": seed, "key": folder.name})
+    _seal(folder, name, p, seed)
+
+def _get_distributed(name: str, p: Profile, seed: int, root, runtime, progress) -> Encoder:
+    """`get` in every process of a torchrun group. Only rank 0 computes the key (a real data set's digest is read once,
+    not once per process), holds the folder's lock (the other ranks would wait on it forever while rank 0 waits for
+    them in training), verifies, clears and seals; it tells the others the folder and whether the model is there."""
+    runtime = init_distributed(runtime)
+    rank = dist.get_rank()
+    with contextlib.ExitStack() as held:
+        news = [None]
+        if rank == 0:
+            folder = model_dir(name, p, seed, root)
+            held.enter_context(_locked(folder))          # against another job training the same model meanwhile
+            enc = _load_verified(folder, name, p, seed)
+            if enc is None: _clear_for_training(folder, name, p, seed)
+            news = [(str(folder), enc is not None)]
+        dist.broadcast_object_list(news, src=0)
+        folder, cached = Path(news[0][0]), news[0][1]
+        if cached: return enc if rank == 0 else load_backbone(folder / "backbone.pt").eval()
+        enc = _train(folder, name, p, seed, root, runtime, progress)     # every rank: DDP
+        if rank == 0: _finish(folder, name, p, seed)
+        dist.barrier()                                   # no rank returns before the model is sealed
+        return enc
 
 def is_cached(name: str, profile: str | Profile = "cpu", seed: int = 0, root=None) -> bool:
     return (model_dir(name, profile, seed, root) / "backbone.pt").is_file()
