@@ -175,8 +175,7 @@ class GaussianBlur(Augmentation):
         idx = (sigma > 0).nonzero().squeeze(1)
         if len(idx) == 0: return x
         out = x.clone()
-        # under bf16 autocast `x` may be bf16 (after a colour jitter) while the blur returns float32
-        out[idx] = gaussian_blur(x[idx], sigma[idx], self._radius).clamp_(0, 1).to(out.dtype)
+        out[idx] = gaussian_blur(x[idx], sigma[idx], self._radius).clamp_(0, 1)
         return out
 
 # %% ../nbs/21_policies.ipynb #fc29927f
