@@ -411,7 +411,7 @@ def run_batch(batch: str | Batch, only: list[str] | None = None, force: bool = F
     """Check every run, then run (or skip, when unchanged) each; keep `status.json` and `SUMMARY.md`; return the results.
     `echo` prints one line per run; `progress` shows what a running notebook reports as one live line (`live_line`:
     `True` on standard output, quiet under `CI=true`; or a stream; or `False`)."""
-    line = live_line(progress)
+    live = live_line(progress)
     root = root or project_root()
     batch = batch if isinstance(batch, Batch) else load_batch(batch, root)
     runs = batch.runs
@@ -454,10 +454,10 @@ def run_batch(batch: str | Batch, only: list[str] | None = None, force: bool = F
                 echo(f"{tag}: unchanged, skipped")
             else:
                 echo(f"{tag}: running {run.notebook.name} {json.dumps(run.parameters)}")
-                show = None if line is None else lambda state, tag=tag: line.show(f"{tag} · {progress_text(state)}")
+                show = None if live is None else lambda state, tag=tag: live.show(f"{tag} · {progress_text(state)}")
                 try: r = execute_run(run, run_dir, key, data, kernel_name, timeout, on_progress=show)
                 finally:
-                    if line is not None: line.clear()
+                    if live is not None: live.clear()
                 echo(f"{tag}: {r.status} in {r.seconds:.1f} s" + (f": {r.message}; its files: {r.folder}" if r.message else ""))
             spent = 0.0 if r.status == "skipped" else r.seconds   # status.json: the time this invocation spent
             results.append(r); record(run.name, _entry(r.status, r.key, r.message, spent, r.folder))
