@@ -278,8 +278,9 @@ class LiveLine:
 
     def _columns(self) -> int:
         if self.width: return self.width
-        try: return os.get_terminal_size(self.stream.fileno()).columns
-        except (AttributeError, OSError, ValueError): return shutil.get_terminal_size().columns
+        try: cols = os.get_terminal_size(self.stream.fileno()).columns
+        except (AttributeError, OSError, ValueError): cols = 0
+        return cols or shutil.get_terminal_size().columns   # a terminal of unknown size reports 0: $COLUMNS, else 80
 
     def _write(self, s: str):
         try: self.stream.write(s)
