@@ -162,6 +162,7 @@ def extract_features(model: nn.Module, images, layer: str | nn.Module | None = N
     task = desc or f"features[{layer_name or 'output'}]"
     bar = tqdm(total=total, unit="img", disable=not progress, desc=task)
     done = 0
+    report_progress(task, done, total, "img")   # the task starts now: its rate counts every batch
     try:
         model.eval()
         with torch.inference_mode():

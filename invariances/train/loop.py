@@ -237,6 +237,7 @@ def fit(method: nn.Module, train_set: ImageSet, config: LoopConfig, out_dir: str
         bar = tqdm(total=total, initial=step, desc=type(method).__name__, unit="step", dynamic_ncols=True)
     method.train()
     task = _progress_task(method, run_config)
+    if rank == 0: report_progress(task, step, total, "step")   # the task starts now: its rate counts every step
     t_start = t_last = t_logged = time.perf_counter(); n_since = 0
     try:
         while step < total:
