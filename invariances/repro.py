@@ -325,7 +325,7 @@ def watch_progress(path: str | os.PathLike, on_state: Callable[[dict], None], po
             except Exception as e:
                 if not warned:
                     warned = True
-                    warnings.warn(f"live progress from {path}: {type(e).__name__}: {e} (not shown again)", stacklevel=2)
+                    warnings.warn(f"live progress from {path}: {type(e).__name__}: {e} (later errors are ignored)", stacklevel=2)
     thread = threading.Thread(target=poll, name="invariances-progress", daemon=True)
     thread.start()
     try: yield
