@@ -5,8 +5,8 @@
 # %% ../nbs/00_core.ipynb #437fd9fb
 from __future__ import annotations
 
-import contextlib, copy, datetime, fnmatch, functools, hashlib, json, os, platform, random, resource, statistics, subprocess
-import tempfile, threading, time, warnings
+import contextlib, copy, datetime, fnmatch, functools, hashlib, json, math, os, platform, random, resource, statistics
+import subprocess, tempfile, threading, time, warnings
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,12 +16,13 @@ import numpy as np
 import torch
 
 # %% auto #0
-__all__ = ['IMAGENET_MEAN', 'IMAGENET_STD', 'IMAGENET_SIZE', 'CPU_RUNTIMES', 'CPU_RUNTIME_ENV', 'CPU_PROBE', 'BATCH_OUTPUTS',
-           'seed_everything', 'seed_worker', 'Runtime', 'run_concurrently', 'to_float_images', 'to_uint8_images',
-           'data_root', 'cache_dir', 'config_key', 'atomic_path', 'write_bytes', 'write_text', 'write_json',
-           'save_torch', 'cpu_bf16_native', 'choose_cpu_runtime', 'cpu_candidates', 'cpu_runtime_env',
-           'measure_cpu_runtime', 'cpu_probe_key', 'cpu_runtime_choice', 'file_digest', 'tree_digest', 'git_info',
-           'package_versions', 'peak_memory_mb', 'provenance']
+__all__ = ['IMAGENET_MEAN', 'IMAGENET_STD', 'IMAGENET_SIZE', 'PROGRESS_ENV', 'PROGRESS_EVERY_S', 'CPU_RUNTIMES',
+           'CPU_RUNTIME_ENV', 'CPU_PROBE', 'BATCH_OUTPUTS', 'seed_everything', 'seed_worker', 'Runtime',
+           'run_concurrently', 'to_float_images', 'to_uint8_images', 'data_root', 'cache_dir', 'config_key',
+           'atomic_path', 'write_bytes', 'write_text', 'write_json', 'save_torch', 'report_progress', 'in_ci',
+           'cpu_bf16_native', 'choose_cpu_runtime', 'cpu_candidates', 'cpu_runtime_env', 'measure_cpu_runtime',
+           'cpu_probe_key', 'cpu_runtime_choice', 'file_digest', 'tree_digest', 'git_info', 'package_versions',
+           'peak_memory_mb', 'provenance']
 
 # %% ../nbs/00_core.ipynb #25237e79
 def seed_everything(seed: int) -> torch.Generator:
@@ -184,6 +185,45 @@ def save_torch(obj, path) -> Path:
     "`torch.save` atomically (checkpoints)."
     with atomic_path(path) as tmp: torch.save(obj, tmp)
     return Path(path)
+
+# %% ../nbs/00_core.ipynb #07788f82
+PROGRESS_ENV = "INVARIANCES_PROGRESS"   # the file `report_progress` writes (unset or empty: it does nothing)
+PROGRESS_EVERY_S = 0.25                 # at most one write per this many seconds per process (the last always)
+
+_PROGRESS_LOCK = threading.Lock()
+_PROGRESS = {"written": -math.inf, "warned": False, "tasks": {}}   # tasks: name -> (t0, done at t0, last done)
+
+def report_progress(task: str, done: float, total: float | None = None, unit: str = "step", **fields) -> bool:
+    """Tell a watcher how far `task` is: when `$INVARIANCES_PROGRESS` names a file, replace it atomically with the JSON
+    object `{task, done, total, unit, rate, left_s, time, **fields}` (`rate`: units per second since the task's first
+    report, `left_s`: seconds left at that rate; None until measurable). Throttled to one write per `PROGRESS_EVERY_S`
+    seconds, except the report that reaches `total`. Returns whether it wrote; never raises for the file."""
+    path = os.environ.get(PROGRESS_ENV)
+    if not path: return False
+    now = time.monotonic()
+    with _PROGRESS_LOCK:
+        tasks = _PROGRESS["tasks"]
+        t0, done0, last = tasks.get(task, (now, done, done))
+        if done < last: t0, done0 = now, done          # the same name started again
+        if len(tasks) > 256: tasks.clear()             # names made per call must not grow without bound
+        tasks[task] = (t0, done0, done)
+        if not (total is not None and done >= total) and now - _PROGRESS["written"] < PROGRESS_EVERY_S: return False
+        _PROGRESS["written"] = now
+    rate = (done - done0) / (now - t0) if done > done0 and now > t0 else None
+    left = max(0.0, (total - done) / rate) if rate and total is not None else None
+    state = {"task": task, "done": done, "total": total, "unit": unit, "rate": rate, "left_s": left,
+             "time": time.time(), **fields}
+    try: write_text(path, json.dumps(state, default=str))   # not write_json: the fields keep the caller's order
+    except OSError as e:
+        if not _PROGRESS["warned"]:
+            _PROGRESS["warned"] = True
+            warnings.warn(f"cannot write the progress file {path} (${PROGRESS_ENV}): {e}; progress is not reported")
+        return False
+    return True
+
+def in_ci() -> bool:
+    "Whether `$CI` says this is a CI job (`true` or `1`): nothing there watches a progress line."
+    return os.environ.get("CI", "").strip().lower() in ("true", "1")
 
 # %% ../nbs/00_core.ipynb #26771b96
 CPU_RUNTIMES = {"fp32": (None, False), "channels_last": (None, True),  # name -> (autocast dtype, channels_last)

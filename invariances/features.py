@@ -16,7 +16,7 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from .core import IMAGENET_MEAN, IMAGENET_STD, Runtime, atomic_path, to_float_images, write_json
+from .core import IMAGENET_MEAN, IMAGENET_STD, Runtime, atomic_path, report_progress, to_float_images, write_json
 from .data.imageset import ImageSet
 
 # %% auto #0
@@ -158,7 +158,11 @@ def extract_features(model: nn.Module, images, layer: str | nn.Module | None = N
     was_training = model.training
     feats, metas = [], []
     total = len(images) if isinstance(images, ImageSet) else None
-    bar = tqdm(total=total, unit="img", disable=not progress, desc=desc or f"features[{layer or 'output'}]")
+    layer_name = layer if isinstance(layer, str) or layer is None else type(layer).__name__
+    task = desc or f"features[{layer_name or 'output'}]"
+    bar = tqdm(total=total, unit="img", disable=not progress, desc=task)
+    done = 0
+    report_progress(task, done, total, "img")   # the task starts now: its rate counts every batch
     try:
         model.eval()
         with torch.inference_mode():
@@ -181,7 +185,8 @@ def extract_features(model: nn.Module, images, layer: str | nn.Module | None = N
                     except _StopForward: out = None
                 f = captured["out"] if target is not None else pool_features(out, pool)
                 feats.append(f.float().cpu().numpy()); metas.append(meta)
-                bar.update(len(meta))
+                bar.update(len(meta)); done += len(meta)
+                report_progress(task, done, total, "img")
     finally:
         bar.close()
         if handle is not None: handle.remove()
@@ -190,7 +195,7 @@ def extract_features(model: nn.Module, images, layer: str | nn.Module | None = N
     arr = np.concatenate(feats).astype(np.float32, copy=False)
     bad = ~np.isfinite(arr)
     if bad.any(): warnings.warn(f"{int(bad.sum())} non-finite feature values at layer {layer!r} (overflow under autocast?)")
-    info = {"layer": layer if isinstance(layer, str) or layer is None else type(layer).__name__, "pool": pool,
+    info = {"layer": layer_name, "pool": pool,
             "model": type(model).__name__, "normalize": [list(map(float, v)) for v in normalize] if normalize else None,
             "transform": getattr(transform, "__name__", type(transform).__name__) if transform is not None else None,
             **runtime.describe()}

@@ -5,21 +5,24 @@
 # %% ../nbs/80_repro.ipynb #bb8cf14f
 from __future__ import annotations
 
-import ast, contextlib, fcntl, hashlib, json, logging, os, re, secrets, shutil, tempfile, time, traceback
+import ast, contextlib, fcntl, hashlib, json, logging, math, os, re, secrets, shutil, sys, tempfile, threading, time
+import traceback, warnings
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable, Mapping, TextIO
 
 import nbformat
 import yaml
 
-from .core import data_root, tree_digest, write_json, write_text, git_info
+from .core import PROGRESS_ENV, data_root, git_info, in_ci, tree_digest, write_json, write_text
 from .runs import table_markdown
 
 # %% auto #0
-__all__ = ['STATUS', 'project_root', 'library_digest', 'RunSpec', 'Batch', 'load_batch', 'declared_parameters', 'declared_type',
-           'type_allows', 'check_parameters', 'parameter_errors', 'data_digests', 'missing_data', 'run_key',
-           'RunResult', 'failed_folder', 'remove_folder', 'replace_folder', 'clean_leftovers', 'execute_run',
-           'read_status', 'summary_markdown', 'run_batch']
+__all__ = ['PROGRESS_FILE', 'PROGRESS_POLL_S', 'PLAIN_EVERY_S', 'STATUS', 'project_root', 'library_digest', 'RunSpec', 'Batch',
+           'load_batch', 'declared_parameters', 'declared_type', 'type_allows', 'check_parameters', 'parameter_errors',
+           'data_digests', 'missing_data', 'run_key', 'RunResult', 'failed_folder', 'remove_folder', 'replace_folder',
+           'clean_leftovers', 'progress_text', 'LiveLine', 'live_line', 'watch_progress', 'execute_run', 'read_status',
+           'summary_markdown', 'run_batch']
 
 # %% ../nbs/80_repro.ipynb #a9b9468f
 def project_root(start: str | os.PathLike | None = None) -> Path:
@@ -186,8 +189,11 @@ def _artifacts(run_dir: Path) -> list[str]:
 
 @contextlib.contextmanager
 def _env(**kv):
+    "Set the environment variables `kv` (None: unset) for the block, then restore them."
     old = {k: os.environ.get(k) for k in kv}
-    os.environ.update({k: str(v) for k, v in kv.items()})
+    for k, v in kv.items():
+        if v is None: os.environ.pop(k, None)
+        else: os.environ[k] = str(v)
     try: yield
     finally:
         for k, v in old.items():
@@ -232,11 +238,111 @@ def clean_leftovers(out: Path) -> list[str]:
         else: shutil.rmtree(p); done.append(f"removed {p.name}/")
     return done
 
+# %% ../nbs/80_repro.ipynb #dd6481ea
+PROGRESS_FILE = ".progress.json"   # in the run's work folder while it runs; deleted before the folder is swapped in
+PROGRESS_POLL_S = 0.5              # how often the runner reads it
+PLAIN_EVERY_S = 30.0               # not a terminal (a pipe, a log file): a plain line at most this often
+
+_STATE_KEYS = ("task", "done", "total", "unit", "rate", "left_s", "time")   # what `report_progress` itself writes
+
+def _number(v) -> str:
+    if isinstance(v, bool) or not isinstance(v, (int, float)): return str(v)
+    if isinstance(v, int): return str(v)
+    return f"{v:.0f}" if abs(v) >= 100 else f"{v:.3g}"
+
+def _duration(seconds: float) -> str:
+    h, rest = divmod(int(round(seconds)), 3600); m, s = divmod(rest, 60)
+    return f"{h}:{m:02d}:{s:02d}" if h else f"{m}:{s:02d}"
+
+def progress_text(state: Mapping) -> str:
+    "One line for a `report_progress` state: `training moco/spatial: step 120/300 · loss 5.21 · 410 img/s · 1:20 left`."
+    unit, total = state.get("unit") or "", state.get("total")
+    parts = [f"{unit} {_number(state.get('done'))}".strip() + (f"/{_number(total)}" if total is not None else "")]
+    fields = {k: v for k, v in state.items() if k not in _STATE_KEYS}
+    img_s = fields.pop("img_s", None)
+    parts += [f"{k} {_number(v)}" for k, v in fields.items()]
+    if img_s is not None: parts.append(f"{_number(img_s)} img/s")
+    elif state.get("rate"): parts.append(f"{_number(state['rate'])} {unit or 'units'}/s")
+    if state.get("left_s") is not None: parts.append(f"{_duration(state['left_s'])} left")
+    return f"{state.get('task', '?')}: " + " · ".join(parts)
+
+class LiveLine:
+    """One line of progress on `stream`. On a terminal each `show` rewrites it in place (carriage return, the text cut
+    to the terminal's width, clear to end of line) and `clear` wipes it; elsewhere `show` prints a plain line, at most
+    one per `every_s` seconds (the first at once, and again at once after `clear`). Thread-safe."""
+    def __init__(self, stream: TextIO, every_s: float = PLAIN_EVERY_S, width: int | None = None):
+        self.stream, self.every_s, self.width = stream, every_s, width
+        try: self.tty = bool(stream.isatty())
+        except (AttributeError, ValueError): self.tty = False   # no isatty, or a closed stream
+        self._shown, self._last, self._lock = False, -math.inf, threading.Lock()
+
+    def _columns(self) -> int:
+        if self.width: return self.width
+        try: cols = os.get_terminal_size(self.stream.fileno()).columns
+        except (AttributeError, OSError, ValueError): cols = 0
+        return cols or shutil.get_terminal_size().columns   # a terminal of unknown size reports 0: $COLUMNS, else 80
+
+    def _write(self, s: str):
+        try: self.stream.write(s)
+        except UnicodeEncodeError: self.stream.write(s.encode("ascii", "replace").decode("ascii"))   # e.g. LANG=C
+        self.stream.flush()
+
+    def show(self, text: str):
+        with self._lock:
+            if self.tty:
+                cols = self._columns()
+                if len(text) > cols - 1: text = text[:max(cols - 2, 0)] + "…"   # the last column empty: no wrap
+                self._write("\r" + text + "\x1b[K"); self._shown = True
+            elif time.monotonic() - self._last >= self.every_s:
+                self._write(text + "\n"); self._last = time.monotonic()
+
+    def clear(self):
+        "End the line: wiped on a terminal; the next plain line may come at once."
+        with self._lock:
+            if self._shown: self._write("\r\x1b[K")
+            self._shown, self._last = False, -math.inf
+
+def live_line(progress: bool | TextIO | None = True) -> LiveLine | None:
+    """The progress line of `run_batch`: for `True`, on standard output unless `CI=true` (then none); for a stream,
+    on it (also under CI); for `False` or `None`, none."""
+    if progress is None or progress is False: return None
+    if progress is True: return None if in_ci() else LiveLine(sys.stdout)
+    return LiveLine(progress)
+
+@contextlib.contextmanager
+def watch_progress(path: str | os.PathLike, on_state: Callable[[dict], None], poll_s: float = PROGRESS_POLL_S):
+    """While the block runs, a daemon thread reads the `report_progress` file `path` every `poll_s` seconds and calls
+    `on_state(state)` with each new state. It never breaks the block: its first error is a warning, later ones pass
+    silently. Leaving the block (normally, by an exception or by Ctrl-C) stops and joins the thread."""
+    path, stop = Path(path), threading.Event()
+    def poll():
+        seen, warned = None, False
+        while not stop.wait(poll_s):
+            try:
+                try: text = path.read_text()
+                except FileNotFoundError: continue      # nothing reported yet
+                if text != seen: seen = text; on_state(json.loads(text))
+            except Exception as e:
+                if not warned:
+                    warned = True
+                    warnings.warn(f"live progress from {path}: {type(e).__name__}: {e} (later errors are ignored)", stacklevel=2)
+    thread = threading.Thread(target=poll, name="invariances-progress", daemon=True)
+    thread.start()
+    try: yield
+    finally:
+        stop.set(); thread.join(timeout=5)
+
+def _remove_progress(work: Path):
+    "Delete the progress file (and a temporary one, if the kernel was killed mid-write) from the run's work folder."
+    for p in work.glob(f".{PROGRESS_FILE}.*.tmp"): p.unlink(missing_ok=True)
+    (work / PROGRESS_FILE).unlink(missing_ok=True)
+
 # %% ../nbs/80_repro.ipynb #8e2d4a6b
 def execute_run(run: RunSpec, run_dir: Path, key: str, data: dict, kernel_name: str | None = "python3",
-                timeout: int | None = None) -> RunResult:
+                timeout: int | None = None, on_progress: Callable[[dict], None] | None = None) -> RunResult:
     """Execute one notebook with papermill into a fresh folder beside `run_dir`, then swap it in: to `run_dir` if it
-    finished (removing an earlier `<run>.failed/`), to `<run>.failed/` if not. Never raises for a failing notebook."""
+    finished (removing an earlier `<run>.failed/`), to `<run>.failed/` if not. Never raises for a failing notebook.
+    `on_progress(state)` (called from a thread) sees what the notebook reports with `report_progress` as it runs."""
     import papermill
     run_dir = Path(run_dir); run_dir.parent.mkdir(parents=True, exist_ok=True)
     work = _fresh_folder(run_dir, "tmp")
@@ -251,7 +357,9 @@ def execute_run(run: RunSpec, run_dir: Path, key: str, data: dict, kernel_name: 
             # OpenMP threads that spin while waiting make torch on a busy CPU many times slower (measured: a small
             # forward pass went from 9 ms to 1.5 s at load 8 on 2 cores); passive waiting costs little when idle.
             omp = {"OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")}
-            with _env(INVARIANCES_RUN_DIR=work.resolve(), MPLBACKEND="Agg", **omp):
+            progress = work.resolve() / PROGRESS_FILE if on_progress is not None else None   # None: unset
+            watch = watch_progress(progress, on_progress) if progress is not None else contextlib.nullcontext()
+            with _env(INVARIANCES_RUN_DIR=work.resolve(), MPLBACKEND="Agg", **{PROGRESS_ENV: progress}, **omp), watch:
                 papermill.execute_notebook(str(run.notebook), str(work / "executed.ipynb"), parameters=run.parameters,
                                            kernel_name=kernel_name, language="python", progress_bar=False,
                                            log_output=True, cwd=str(work), execution_timeout=timeout)
@@ -261,6 +369,7 @@ def execute_run(run: RunSpec, run_dir: Path, key: str, data: dict, kernel_name: 
             with open(work / "log.txt", "a") as f: f.write("\n" + traceback.format_exc())
         finally:
             log.removeHandler(handler); handler.close(); log.setLevel(old_level)
+        _remove_progress(work)
         seconds = time.time() - start
         prov_path = work / "provenance.json"
         prov = json.loads(prov_path.read_text()) if prov_path.is_file() else {"note": "the notebook wrote no provenance"}
@@ -299,8 +408,11 @@ def summary_markdown(batch: Batch, results: list[RunResult]) -> str:
 
 def run_batch(batch: str | Batch, only: list[str] | None = None, force: bool = False, out: Path | None = None,
               root: Path | None = None, kernel_name: str | None = "python3", timeout: int | None = None,
-              echo=print) -> list[RunResult]:
-    "Check every run, then run (or skip, when unchanged) each; keep `status.json` and `SUMMARY.md`; return the results."
+              echo=print, progress: bool | TextIO | None = True) -> list[RunResult]:
+    """Check every run, then run (or skip, when unchanged) each; keep `status.json` and `SUMMARY.md`; return the results.
+    `echo` prints one line per run; `progress` shows what a running notebook reports as one live line (`live_line`:
+    `True` on standard output, quiet under `CI=true`; or a stream; or `False`)."""
+    live = live_line(progress)
     root = root or project_root()
     batch = batch if isinstance(batch, Batch) else load_batch(batch, root)
     runs = batch.runs
@@ -343,7 +455,10 @@ def run_batch(batch: str | Batch, only: list[str] | None = None, force: bool = F
                 echo(f"{tag}: unchanged, skipped")
             else:
                 echo(f"{tag}: running {run.notebook.name} {json.dumps(run.parameters)}")
-                r = execute_run(run, run_dir, key, data, kernel_name, timeout)
+                show = None if live is None else lambda state, tag=tag: live.show(f"{tag} · {progress_text(state)}")
+                try: r = execute_run(run, run_dir, key, data, kernel_name, timeout, on_progress=show)
+                finally:
+                    if live is not None: live.clear()
                 echo(f"{tag}: {r.status} in {r.seconds:.1f} s" + (f": {r.message}; its files: {r.folder}" if r.message else ""))
             spent = 0.0 if r.status == "skipped" else r.seconds   # status.json: the time this invocation spent
             results.append(r); record(run.name, _entry(r.status, r.key, r.message, spent, r.folder))

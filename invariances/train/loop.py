@@ -15,16 +15,16 @@ import torch
 import torch.nn as nn
 import torch.distributed as dist
 
-from ..core import Runtime, to_float_images, save_torch, write_json, provenance
+from ..core import Runtime, to_float_images, save_torch, write_json, provenance, report_progress
 from ..data.imageset import ImageSet
 from ..data.cache import CacheError, begin_entry, check_entry, finish_entry, warn_damaged
 from ..models import BackboneConfig, CheckpointError, Encoder, read_checkpoint, save_backbone
 
 # %% auto #0
-__all__ = ['CHECKPOINT', 'CHECKPOINT_MANIFEST', 'ATTEMPTS', 'ATTEMPT_LOG_S', 'PROFILES', 'LoopConfig', 'cosine_lr',
-           'EpochSampler', 'rng_state', 'set_rng_state', 'world_info', 'init_distributed', 'is_distributed',
-           'all_gather_cat', 'unwrap', 'TrainingDiverged', 'fit', 'Method', 'Profile', 'get_profile', 'EncoderConfig',
-           'train_encoder']
+__all__ = ['CHECKPOINT', 'CHECKPOINT_MANIFEST', 'ATTEMPTS', 'ATTEMPT_LOG_S', 'PROGRESS_LOSS_STEPS', 'PROFILES', 'LoopConfig',
+           'cosine_lr', 'EpochSampler', 'rng_state', 'set_rng_state', 'world_info', 'init_distributed',
+           'is_distributed', 'all_gather_cat', 'unwrap', 'TrainingDiverged', 'fit', 'Method', 'Profile', 'get_profile',
+           'EncoderConfig', 'train_encoder']
 
 # %% ../../nbs/50_loop.ipynb #733fc72c
 @dataclass
@@ -133,6 +133,7 @@ def _all_finite(module: nn.Module) -> bool:
 # %% ../../nbs/50_loop.ipynb #8bef3c42
 CHECKPOINT, CHECKPOINT_MANIFEST = "checkpoint.pt", "checkpoint.manifest.json"   # the manifest: its sha256, checked on resume
 ATTEMPTS, ATTEMPT_LOG_S = "attempts.json", 30.0   # the attempt log beside the checkpoint, and how often it is rewritten
+PROGRESS_LOSS_STEPS = 10   # the loss `fit` reports live: the mean over this many last steps
 
 def _read_attempts(path: Path) -> list[dict]:
     "The attempt log of a training folder ([] if there is none; a log that cannot be read is restarted, with a warning)."
@@ -146,6 +147,11 @@ def _read_attempts(path: Path) -> list[dict]:
 def _make_optimizer(method: nn.Module, cfg: LoopConfig) -> torch.optim.Optimizer:
     params = [p for p in method.parameters() if p.requires_grad]
     return torch.optim.SGD(params, lr=cfg.lr, momentum=cfg.sgd_momentum, weight_decay=cfg.weight_decay)
+
+def _progress_task(method: nn.Module, run_config: Mapping) -> str:
+    "What the live progress line calls a training run: `training <method>/<policy>` (the class name when no method is named)."
+    name, policy = run_config.get("method") or type(unwrap(method)).__name__, run_config.get("policy")
+    return f"training {name}" + (f"/{policy}" if policy else "")
 
 def _gather_generator_states(gen: torch.Generator) -> list[torch.Tensor]:
     state = gen.get_state()
@@ -230,6 +236,8 @@ def fit(method: nn.Module, train_set: ImageSet, config: LoopConfig, out_dir: str
         from tqdm.auto import tqdm
         bar = tqdm(total=total, initial=step, desc=type(method).__name__, unit="step", dynamic_ncols=True)
     method.train()
+    task = _progress_task(method, run_config)
+    if rank == 0: report_progress(task, step, total, "step")   # the task starts now: its rate counts every step
     t_start = t_last = t_logged = time.perf_counter(); n_since = 0
     try:
         while step < total:
@@ -260,6 +268,10 @@ def fit(method: nn.Module, train_set: ImageSet, config: LoopConfig, out_dir: str
                     bar.set_postfix(loss=f"{history[-1]['loss']:.4f}", img_s=f"{n_since / (now - t_last):.0f}", refresh=False)
                     t_last, n_since = now, 0
                 bar.update(1)
+            if rank == 0:   # cheap (a 10-step mean, a dictionary lookup) unless a watcher set $INVARIANCES_PROGRESS
+                recent = history[-PROGRESS_LOSS_STEPS:]
+                report_progress(task, step, total, "step", loss=sum(h["loss"] for h in recent) / len(recent),
+                                img_s=(step - resumed_from) * config.batch_size / max(time.perf_counter() - t_start, 1e-9))
             if attempt is not None and time.perf_counter() - t_logged > ATTEMPT_LOG_S:
                 log_attempt(time.perf_counter() - t_start); t_logged = time.perf_counter()
             if step % config.checkpoint_every == 0 or step == total:
