@@ -16,7 +16,7 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from ..core import (IMAGENET_MEAN, IMAGENET_STD, Runtime, data_root as find_data_root, file_digest, provenance,
+from ..core import (IMAGENET_MEAN, IMAGENET_STD, Runtime, data_root as find_data_root, file_digest, in_ci, provenance,
                               seed_everything, to_float_images, write_json, write_text)
 from ..data.manifests import dataset_available
 from ..data.synthetic import TRAJECTORY_FAMILIES, TRANSFORM_KINDS, object_set, trajectory_set, transform_groups
@@ -315,7 +315,7 @@ def policy_views(x: torch.Tensor, policy: str, n_views: int, seed: int = 0) -> t
 # %% ../../nbs/77_card.ipynb #a71476d0
 def _progress(progress: bool | None) -> bool:
     "Progress bars unless asked not to, or under CI (`CI=true`)."
-    return (os.environ.get("CI", "").lower() not in ("true", "1")) if progress is None else bool(progress)
+    return not in_ci() if progress is None else bool(progress)
 
 def card_runtime(device: str | torch.device | None = None) -> Runtime:
     "float32, channels_last (20-30% faster inference on a CPU here), on `device` (default: CUDA when available): no autocast in a card."
