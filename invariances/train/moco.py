@@ -116,7 +116,7 @@ class MocoConfig(EncoderConfig):
         if self.queue_size < 0: raise ValueError(f"queue_size must be >= 0 (0: the batch's other keys are the negatives), got {self.queue_size}")
 
     SCALES = {"smoke": dict(lr=0.06, queue_size=0, key_momentum=0.5, bn_splits=2),       # the cpu recipe, in small
-              "cpu": dict(lr=0.06, queue_size=0, key_momentum=0.5, bn_splits=4),         # chosen in cpu_recipe.ipynb
+              "cpu": dict(lr=0.06, queue_size=0, key_momentum=0.5, bn_splits=4, steps=450),  # chosen in cpu_recipe.ipynb
               "real": dict(lr=0.06, queue_size=0, key_momentum=0.99, bn_splits=4),        # chosen in cpu_recipe.ipynb (real batch)
               "gpu": dict(lr=0.03, queue_size=65_536, key_momentum=0.999, bn_splits=8)}
 
