@@ -36,6 +36,7 @@ from invariances.policies import get_policy
 CASES = {  # name: (arch, width, small_stem, image_size, batch)
     "r18-64-std": ("resnet18", 1.0, False, 64, 128),
     "r18w0.5-64-std": ("resnet18", 0.5, False, 64, 128),
+    "r18w0.25-64-std-b256": ("resnet18", 0.25, False, 64, 256),   # the `cpu` profile's MoCo recipe
     "r18-32-small": ("resnet18", 1.0, True, 32, 128),
     "r18w0.5-32-small": ("resnet18", 0.5, True, 32, 128),
     "r18-64-small": ("resnet18", 1.0, True, 64, 64),
