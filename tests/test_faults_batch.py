@@ -20,7 +20,6 @@ nothing leaves the last `REPORT.md` as it was (its report goes to `REPORT.md.fai
 import json, os, random, signal, subprocess, sys, time
 from pathlib import Path
 
-import nbformat
 import pytest
 
 from invariances.cli import main
@@ -40,17 +39,7 @@ if fail: raise RuntimeError(f"deliberate failure of {tag}")
 
 
 @pytest.fixture
-def project(tmp_path, monkeypatch):
-    (tmp_path / "settings.ini").write_text("[DEFAULT]\n")
-    (tmp_path / "repro" / "batches").mkdir(parents=True)
-    exp = tmp_path / "nbs" / "experiments"; exp.mkdir(parents=True)
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "language": "python", "display_name": "Python 3"}
-    nb.cells = [nbformat.v4.new_code_cell(PARAMS, metadata={"tags": ["parameters"]}), nbformat.v4.new_code_cell(BODY)]
-    nbformat.write(nb, str(exp / "parts.ipynb"))
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("INVARIANCES_DATA", raising=False)
-    return tmp_path
+def project(notebook_project): return notebook_project("parts.ipynb", PARAMS, BODY)
 
 
 def batch(project, runs, name="b"):

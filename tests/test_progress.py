@@ -5,7 +5,6 @@ Each test starts Jupyter kernels (a few seconds each)."""
 import io, json, re
 from pathlib import Path
 
-import nbformat
 import pytest
 
 from invariances.cli import main
@@ -29,18 +28,10 @@ class Terminal(io.StringIO):
 
 
 @pytest.fixture
-def project(tmp_path, monkeypatch):
-    (tmp_path / "settings.ini").write_text("[DEFAULT]\n")
-    (tmp_path / "repro" / "batches").mkdir(parents=True)
-    exp = tmp_path / "nbs" / "experiments"; exp.mkdir(parents=True)
-    nb = nbformat.v4.new_notebook()
-    nb.metadata["kernelspec"] = {"name": "python3", "language": "python", "display_name": "Python 3"}
-    nb.cells = [nbformat.v4.new_code_cell("n = 5\nwait_s = 0.5", metadata={"tags": ["parameters"]}),
-                nbformat.v4.new_code_cell(COUNT)]
-    nbformat.write(nb, str(exp / "count.ipynb"))
-    (tmp_path / "repro" / "batches" / "b.yaml").write_text(json.dumps({"runs": [{"name": "count", "notebook": "count.ipynb"}]}))
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
+def project(notebook_project):
+    root = notebook_project("count.ipynb", "n = 5\nwait_s = 0.5", COUNT)
+    (root / "repro" / "batches" / "b.yaml").write_text(json.dumps({"runs": [{"name": "count", "notebook": "count.ipynb"}]}))
+    return root
 
 
 def run_folder(project): return project / "repro" / "runs" / "b" / "count"
