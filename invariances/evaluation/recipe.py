@@ -60,7 +60,8 @@ def recipe_run(name: str, profile="cpu", overrides: dict | None = None, evaluati
     """Train MoCo-v2 (Default policy) at `profile` with `overrides` and record held-out k-NN accuracy `evaluations`
     times (plus once untrained) on `runtime` (default: `Runtime.detect()`, the path training takes on this machine).
     Cached under `cache_dir('recipe')` by the config, the data, the readout and, unless fp32, the arithmetic path
-    (bf16 rounds differently: its runs are separate records); returns the record."""
+    (bf16 rounds differently: its runs are separate records; `loss: fp32` since MoCo's logits stay fp32 under autocast,
+    so records trained before are not reused); returns the record."""
     p = zoo.get_profile(profile)
     runtime = runtime if runtime is not None else Runtime.detect()
     path = runtime_path(runtime)
@@ -72,7 +73,7 @@ def recipe_run(name: str, profile="cpu", overrides: dict | None = None, evaluati
     protocol = {k: v for k, v in health_protocol(scale).items() if k != "linear"}   # the recipe reads out k-NN only
     key = config_key({"recipe": RECIPE_VERSION, "config": asdict(cfg) | {"checkpoint_every": None},
                       "evaluations": evaluations, "n_train": p.n_train, "protocol": protocol,
-                      "data": zoo.data_identity(scale, root)} | ({"runtime": path} if path != "fp32" else {}))
+                      "data": zoo.data_identity(scale, root)} | ({"runtime": path, "loss": "fp32"} if path != "fp32" else {}))
     folder = cache_dir("recipe", f"{name}-{p.name}-{key}")
     record_path, label = folder / "recipe.json", f"recipe run {name!r} ({p.name}, seed {seed})"
     if not rerun and (record := _cached_recipe(folder, label)) is not None: return record

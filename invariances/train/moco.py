@@ -35,9 +35,11 @@ def moco_logits(q: torch.Tensor, k: torch.Tensor, queue: torch.Tensor, temperatu
 def infonce_loss(q: torch.Tensor, k: torch.Tensor, queue: torch.Tensor, temperature: float = 0.2,
                  return_logits: bool = False):
     """MoCo's InfoNCE: cross-entropy of `moco_logits` with the positive (column 0) as the target. Inputs L2-normalised.
-    With `return_logits`, `(loss, logits)`: the method logs its contrastive accuracy from the same logits."""
-    logits = moco_logits(q.float(), k.float(), queue.float(), temperature)
-    loss = F.cross_entropy(logits, torch.zeros(len(q), dtype=torch.long, device=q.device))
+    With `return_logits`, `(loss, logits)`: the method logs its contrastive accuracy from the same logits. The logits
+    are fp32 under any autocast (see `batch_infonce_loss`)."""
+    with torch.autocast(q.device.type, enabled=False):
+        logits = moco_logits(q.float(), k.float(), queue.float(), temperature)
+        loss = F.cross_entropy(logits, torch.zeros(len(q), dtype=torch.long, device=q.device))
     return (loss, logits) if return_logits else loss
 
 def batch_infonce_loss(q: torch.Tensor, keys: torch.Tensor, temperature: float = 0.2, offset: int = 0,
@@ -46,8 +48,11 @@ def batch_infonce_loss(q: torch.Tensor, keys: torch.Tensor, temperature: float =
     `offset` = this process's first row); the other keys are the negatives. Logits `(N, len(keys))`."""
     if q.shape[1] != keys.shape[1] or not 0 <= offset <= len(keys) - len(q):
         raise ValueError(f"shapes do not match: q {tuple(q.shape)}, keys {tuple(keys.shape)}, offset {offset}")
-    logits = q.float() @ keys.float().t() / temperature
-    loss = F.cross_entropy(logits, offset + torch.arange(len(q), device=q.device))
+    # fp32 under any autocast: in a bf16 region the product would be rounded to 8 bits of mantissa, an error of
+    # about 0.01 on logits of size 1/temperature, in the one place where every pair of the batch meets
+    with torch.autocast(q.device.type, enabled=False):
+        logits = q.float() @ keys.float().t() / temperature
+        loss = F.cross_entropy(logits, offset + torch.arange(len(q), device=q.device))
     return (loss, logits) if return_logits else loss
 
 # %% ../../nbs/51_moco.ipynb #473f14fc
