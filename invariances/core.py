@@ -229,7 +229,7 @@ def in_ci() -> bool:
 CPU_RUNTIMES = {"fp32": (None, False), "channels_last": (None, True),  # name -> (autocast dtype, channels_last)
                 "bf16": (torch.bfloat16, False), "bf16+channels_last": (torch.bfloat16, True)}
 CPU_RUNTIME_ENV = "INVARIANCES_CPU_RUNTIME"  # one of CPU_RUNTIMES or "auto" (the default: measured once per machine)
-CPU_PROBE = dict(width=0.5, size=64, batch=32, bn_splits=4, warmup=1, steps=5, margin=0.10, version=1)
+CPU_PROBE = dict(width=0.5, size=64, batch=32, bn_splits=4, warmup=1, steps=5, margin=0.10, min_core_share=0.8, version=2)
 
 def cpu_bf16_native() -> bool:
     "Whether this CPU has bf16 arithmetic (AVX-512 BF16 or AMX); elsewhere bf16 autocast is emulated and many times slower."
@@ -296,7 +296,10 @@ def measure_cpu_runtime(candidates: Sequence[str] | None = None, **probe) -> dic
     BatchNorm, beside a no-grad forward of a key copy as `run_concurrently` runs MoCo's key encoder). `warmup` steps
     are discarded, then `steps` rounds visit every candidate and workload in turn (a load spike hits all alike), the
     median of each. The decision uses the process's CPU time (steadier than wall time on a shared machine); wall-clock
-    figures are kept beside it. `probe` overrides entries of `CPU_PROBE`. RNG, grad mode and threads are left as found."""
+    figures are kept beside it. `core_share` is the CPU time the timed steps got over their wall time times the
+    threads: about 1 when the probe had the cores to itself, 0.5 when another busy process took half of them (then
+    every figure is distorted, bf16's most: see below). `probe` overrides entries of `CPU_PROBE`. RNG, grad mode and
+    threads are left as found."""
     p = {**CPU_PROBE, **probe}
     candidates = list(CPU_RUNTIMES if candidates is None else candidates)
     unknown = [c for c in candidates if c not in CPU_RUNTIMES]
@@ -333,6 +336,7 @@ def measure_cpu_runtime(candidates: Sequence[str] | None = None, **probe) -> dic
     return {"step_s": step_s, "wall_step_s": wall,  # CPU seconds (all threads) and wall seconds per step
             "img_s": {n: {w: round(threads * p["batch"] / t, 1) for w, t in v.items()} for n, v in step_s.items()},
             "wall_img_s": {n: {w: round(p["batch"] / t, 1) for w, t in v.items()} for n, v in wall.items()},
+            "core_share": round(sum(map(sum, cpu_s.values())) / (threads * sum(map(sum, wall_s.values()))), 3),
             "probe": p, "seconds": round(time.perf_counter() - t0, 2)}
 
 # %% ../nbs/00_core.ipynb #8565aa48
@@ -419,8 +423,15 @@ def cpu_runtime_choice(measure: bool = True) -> tuple[str, str, dict | None]:
                        "speedup": {n: round(min(fp32[w] / t[w] for w in fp32), 3) for n, t in m["step_s"].items()},
                        "measured_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
                 how = "measured"
-                try: write_json(path, rec | {"digest": _probe_digest(rec)})
-                except OSError as e: warnings.warn(f"could not cache the CPU runtime probe in {path}: {e}", stacklevel=3)
+                share = m.get("core_share", 1.0)
+                if share < CPU_PROBE["min_core_share"]:   # another process had the cores: a choice for now, not for good
+                    how = "measured on shared cores, not cached"
+                    warnings.warn(f"the CPU runtime probe had {share:.0%} of {key['threads']} cores (another process "
+                                  f"was busy); it chose {rec['choice']!r} for this process only and measures again in "
+                                  "the next one", stacklevel=3)
+                else:
+                    try: write_json(path, rec | {"digest": _probe_digest(rec)})
+                    except OSError as e: warnings.warn(f"could not cache the CPU runtime probe in {path}: {e}", stacklevel=3)
         _CPU_CHOICES[k] = out = (rec["choice"], how, rec)
         return out
 
