@@ -238,7 +238,7 @@ def dry_run(batch: str | Batch, only: list[str] | None = None, echo=print) -> di
 def _table2_step(run: RunSpec, settings: dict, encoders: dict, p: Profile, runtime: Runtime, scratch: Path) -> str:
     "ericsson_table2.ipynb: every transform's grid at the run's size; Table 2 of all its models on 2 images x 2 values."
     from invariances.evaluation.invariance import invariance_table
-    from invariances.evaluation.tables import MODEL_LABELS, paper_layout
+    from invariances.evaluation.tables import MODEL_LABELS, table2
     from invariances.transforms import TRANSFORMS, get_transform
     sizes = {t: len(get_transform(t).grid(settings["n_params"])) for t in TRANSFORMS}
     images = zoo.dataset(p, "test", 2, settings["data_root"], seed=settings["seed"])
@@ -246,10 +246,7 @@ def _table2_step(run: RunSpec, settings: dict, encoders: dict, p: Profile, runti
     assert images.images.shape[1:] == (p.image_size, p.image_size, 3), images.images.shape
     per_image = invariance_table(encoders, images, reference, TRANSFORMS, 2, settings["batch_size"], runtime,
                                  labels=MODEL_LABELS)
-    tables = {v: per_image.pivot_table(index="model", columns="transform", values=v)[TRANSFORMS] for v in ("cosine", "mahalanobis")}
-    if tables["cosine"].isna().any().any(): raise ValueError("Table 2 has missing cells")
-    marks = tables["cosine"].T.map(lambda v: "")
-    layout = paper_layout(tables["mahalanobis"], tables["cosine"], marks)
+    layout = table2(per_image, list(encoders)).layout        # the notebook's own assembly, marks included
     return f"Table 2 ({layout.shape[0]} rows x {len(TRANSFORMS)} transforms) on {p.image_size} px; grids of {min(sizes.values())}-{max(sizes.values())} values"
 
 def _runner_step(run: RunSpec, settings: dict, encoders: dict, p: Profile, runtime: Runtime, scratch: Path) -> str:

@@ -5,7 +5,8 @@
 # %% ../../nbs/71_tables.ipynb #e74f0097
 from __future__ import annotations
 
-from typing import Mapping
+from dataclasses import dataclass
+from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -13,7 +14,7 @@ import pandas as pd
 from .. import zoo
 
 # %% auto #0
-__all__ = ['MODEL_LABELS', 'paper_layout', 'training_table']
+__all__ = ['MODEL_LABELS', 'paper_layout', 'Table2', 'table2', 'training_table']
 
 # %% ../../nbs/71_tables.ipynb #2644249d
 MODEL_LABELS = {"random": "random", "supervised": "supervised", "moco-default": "default", "moco-spatial": "spatial",
@@ -29,6 +30,34 @@ def paper_layout(distance: pd.DataFrame, similarity: pd.DataFrame, marks: pd.Dat
             if marks.loc[t, m]: s.loc[m, t] += " •"
     d.insert(0, "measure", "Distance ↓"); s.insert(0, "measure", "Similarity ↑")
     return pd.concat([d, s]).reset_index()
+
+# %% ../../nbs/71_tables.ipynb #t2b00002
+@dataclass
+class Table2:
+    "Ericsson et al.'s Table 2 at our scale: model x transform means, the marks (transform x model) and the paper's layout."
+    similarity: pd.DataFrame
+    distance: pd.DataFrame
+    marks: pd.DataFrame
+    layout: pd.DataFrame
+
+def table2(per_image: pd.DataFrame, models: Sequence[str], transforms: Sequence[str] | None = None,
+           labels: Mapping[str, str] = MODEL_LABELS) -> Table2:
+    """Table 2 of the zoo models `models` (rows in this order, labelled by `labels`) from `per_image` (columns `model`,
+    `transform`, `image`, `cosine`, `mahalanobis`), over `transforms` (default: `invariances.transforms.TRANSFORMS`)."""
+    from invariances.transforms import TRANSFORMS
+    from invariances.metrics.stats import significance_marks
+    transforms, order = list(TRANSFORMS if transforms is None else transforms), [labels.get(m, m) for m in models]
+    def means(value):
+        t = per_image.pivot_table(index="model", columns="transform", values=value).reindex(index=order, columns=transforms)
+        missing = [f"{m}/{tr}" for m in order for tr in transforms if pd.isna(t.loc[m, tr])]
+        if missing: raise ValueError(f"Table 2 has no {value} for {', '.join(missing[:6])}{' ...' if len(missing) > 6 else ''}")
+        t.index.name = "model"
+        return t
+    similarity, distance = means("cosine"), means("mahalanobis")
+    trio = [m for m in ("default", "spatial", "appearance") if m in order]
+    marks = (significance_marks(per_image, value="cosine", models=trio) if len(trio) > 1 and per_image["image"].nunique() > 1
+             else pd.DataFrame("", index=transforms, columns=trio)).reindex(transforms)
+    return Table2(similarity, distance, marks, paper_layout(distance, similarity, marks))
 
 # %% ../../nbs/71_tables.ipynb #f710d812
 def training_table(records: Mapping[str, dict], profile, seed: int = 0, labels: Mapping[str, str] = MODEL_LABELS,
