@@ -19,7 +19,7 @@ from ..features import extract_features
 
 # %% auto #0
 __all__ = ['HEALTH_IMAGES', 'DEFAULT_HEALTH_IMAGES', 'HEALTH_MANIFEST', 'health_protocol', 'health_sets', 'encoder_knn',
-           'model_health', 'KNNMonitor']
+           'model_health', 'KNNMonitor', 'colour_histograms', 'colour_shortcut']
 
 # %% ../../nbs/74_health.ipynb #43cdb28e
 HEALTH_IMAGES = {"smoke": (256, 128)}   # (reference, held-out) images per profile; every other profile: DEFAULT_HEALTH_IMAGES
@@ -110,3 +110,39 @@ class KNNMonitor:
                              "knn_accuracy": r.accuracy})
         self._spent += time.perf_counter() - t
         self._cpu_spent += time.process_time() - c
+
+# %% ../../nbs/74_health.ipynb #c0105c02
+def colour_histograms(x: torch.Tensor, bins: int = 8) -> torch.Tensor:
+    """Joint RGB histograms `(N, bins**3)` of float images `x (N,3,H,W)` in [0, 1], each normalised to sum 1 and
+    square-rooted: the dot product of two is their Bhattacharyya coefficient (1 for the same colour distribution)."""
+    if x.ndim != 4 or x.shape[1] != 3: raise ValueError(f"expected RGB images (N,3,H,W), got shape {tuple(x.shape)}")
+    q = (x.float() * bins).long().clamp_(0, bins - 1)                  # the bin of each channel value
+    code = ((q[:, 0] * bins + q[:, 1]) * bins + q[:, 2]).flatten(1)    # the joint bin of each pixel
+    h = torch.zeros(len(x), bins ** 3, device=x.device).scatter_add_(1, code, torch.ones_like(code, dtype=torch.float))
+    return (h / code.shape[1]).sqrt()
+
+def colour_shortcut(profile="cpu", policies=("spatial", "default"), batch: int = 256, batches: int = 4,
+                    bins: int = 8, seed: int = 0, root=None) -> "pd.DataFrame":
+    """How far colour statistics alone go on `profile`'s held-out images (the health protocol's sets), one row per policy:
+    `instance_accuracy`, the share of images whose second view's histogram is the most similar to their first view's
+    among `batch` images (MoCo's task, posed to a histogram; mean over `batches` disjoint batches; chance 1/batch), and
+    `category_knn`, the histograms' k-NN accuracy on the categories (policy-free), with `chance`."""
+    import pandas as pd
+    from invariances.core import to_float_images
+    from invariances.policies import get_policy
+    p = zoo.get_profile(profile); protocol = health_protocol(p)
+    ref, test = health_sets(p, root, protocol)
+    if batch * batches > len(test): raise ValueError(f"batch * batches = {batch * batches} exceeds the {len(test)} held-out images of {p.name!r}")
+    hist = lambda images: colour_histograms(to_float_images(images), bins).numpy()
+    knn = knn_accuracy(hist(ref.images), ref.meta["target"].to_numpy(), hist(test.images), test.meta["target"].to_numpy(),
+                       protocol["k"], protocol["temperature"])
+    g, rows = torch.Generator().manual_seed(seed), []
+    for name in policies:
+        policy, hits = get_policy(name, p.image_size), []
+        for b in range(batches):
+            x = to_float_images(test.images[b * batch:(b + 1) * batch])
+            first, second = (colour_histograms(policy(x, g)[0], bins) for _ in range(2))
+            hits.append((first @ second.T).argmax(1).eq(torch.arange(batch)).float().mean().item())
+        rows.append({"policy": name, "instance_accuracy": sum(hits) / len(hits), "instance_chance": 1 / batch,
+                     "category_knn": knn.accuracy, "chance": knn.chance})
+    return pd.DataFrame(rows).set_index("policy")
