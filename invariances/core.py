@@ -253,10 +253,9 @@ def choose_cpu_runtime(step_s: Mapping[str, float | Mapping[str, float]], margin
         if speedup >= best_speedup: best, best_speedup = name, speedup
     return best
 
-def cpu_candidates(bf16: bool | None = None) -> list[str]:
-    """The candidates `Runtime.detect` measures: fp32 and channels_last, and the bf16 ones when `bf16` (default: where
-    this CPU has bf16 arithmetic, `cpu_bf16_native()`; elsewhere autocast emulates it, many times slower)."""
-    bf16 = cpu_bf16_native() if bf16 is None else bf16
+def cpu_candidates(bf16: bool = False) -> list[str]:
+    """The candidates `Runtime.detect` measures: fp32 and channels_last; the bf16 ones only when `bf16=True` (the same
+    runtime extracts the features that measurements cache without a key for the path: see the prose above)."""
     return [n for n, (amp, _) in CPU_RUNTIMES.items() if amp is None or bf16]
 
 def cpu_runtime_env() -> str:
