@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib, copy, datetime, fnmatch, functools, hashlib, json, math, os, platform, random, resource, statistics
 import subprocess, tempfile, threading, time, warnings
 from concurrent.futures import ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
@@ -63,6 +63,12 @@ class Runtime:
         if device.type != "cpu": return cls(device, None, False)
         choice, how, rec = cpu_runtime_choice(measure)
         return cls(device, *CPU_RUNTIMES[choice], how, rec)
+
+    def measuring(self) -> "Runtime":
+        """This runtime for measuring (features, readouts, invariance): the same device and memory format without
+        autocast. Training may take bf16 where it is faster and learns the same; what is measured and cached is fp32 on
+        every machine, whatever path trained the model."""
+        return replace(self, amp_dtype=None)
 
     def autocast(self):
         "Context manager: autocast in `amp_dtype`, a no-op on fp32 runtimes."
@@ -253,9 +259,10 @@ def choose_cpu_runtime(step_s: Mapping[str, float | Mapping[str, float]], margin
         if speedup >= best_speedup: best, best_speedup = name, speedup
     return best
 
-def cpu_candidates(bf16: bool = False) -> list[str]:
-    """The candidates `Runtime.detect` measures: fp32 and channels_last; the bf16 ones only when `bf16=True` (the same
-    runtime extracts the features that measurements cache without a key for the path: see the prose above)."""
+def cpu_candidates(bf16: bool | None = None) -> list[str]:
+    """The candidates `Runtime.detect` measures: fp32 and channels_last, and the bf16 ones when `bf16` (default: where
+    this CPU has bf16 arithmetic, `cpu_bf16_native()`; elsewhere autocast emulates it, many times slower)."""
+    bf16 = cpu_bf16_native() if bf16 is None else bf16
     return [n for n, (amp, _) in CPU_RUNTIMES.items() if amp is None or bf16]
 
 def cpu_runtime_env() -> str:

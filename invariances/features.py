@@ -144,6 +144,7 @@ def extract_features(model: nn.Module, images, layer: str | nn.Module | None = N
     if runtime is None:
         p = next(model.parameters(), None)
         runtime = Runtime.detect(p.device if p is not None else "cpu")
+    runtime = runtime.measuring()     # fp32 whatever path trains: cached measurements must not depend on it
     model = runtime.model(model)
     dev = runtime.device
     if normalize is True: normalize = (IMAGENET_MEAN, IMAGENET_STD)
@@ -180,9 +181,8 @@ def extract_features(model: nn.Module, images, layer: str | nn.Module | None = N
                                      f"(first in row {start + int(bad.flatten(1).any(1).nonzero()[0])})")
                 if normalize: x = (x - mean) / std
                 captured.clear()
-                with runtime.autocast():
-                    try: out = model(x)
-                    except _StopForward: out = None
+                try: out = model(x)
+                except _StopForward: out = None
                 f = captured["out"] if target is not None else pool_features(out, pool)
                 feats.append(f.float().cpu().numpy()); metas.append(meta)
                 bar.update(len(meta)); done += len(meta)
@@ -194,7 +194,7 @@ def extract_features(model: nn.Module, images, layer: str | nn.Module | None = N
     if not feats: raise ValueError("no images to extract features from (empty input)")
     arr = np.concatenate(feats).astype(np.float32, copy=False)
     bad = ~np.isfinite(arr)
-    if bad.any(): warnings.warn(f"{int(bad.sum())} non-finite feature values at layer {layer!r} (overflow under autocast?)")
+    if bad.any(): warnings.warn(f"{int(bad.sum())} non-finite feature values at layer {layer!r} (overflow in the model?)")
     info = {"layer": layer_name, "pool": pool,
             "model": type(model).__name__, "normalize": [list(map(float, v)) for v in normalize] if normalize else None,
             "transform": getattr(transform, "__name__", type(transform).__name__) if transform is not None else None,
