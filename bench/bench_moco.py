@@ -10,7 +10,8 @@ For each backbone/image-size/batch below it measures, alternating so that a shar
            forward/backward, shuffled split-BN key encoder forward, InfoNCE against the queue, enqueue, SGD step,
            momentum update.
 Reported: images/s of each (median over the timed steps) and the ratio moco/bare step time (target <= 1.5), next to its
-floor 1 + fwd/(fwd+bwd): the key encoder's forward alone costs one forward of the backbone. On a CPU the
+floor 1 + fwd/(fwd+bwd): the key encoder's forward alone costs one forward of the backbone; and the ratio without the
+augmentation's time, the best that any faster augmentation could give. On a CPU the
 primary figures use the process's CPU time (times the thread count), which other processes on a shared machine disturb
 much less than wall time; wall-clock figures are reported beside them.
 
@@ -98,27 +99,21 @@ def bench_case(name, arch, width, small_stem, size, batch, steps, runtime, queue
         with torch.no_grad(), runtime.autocast(): bare(xb)
     tk = statistics.median(timed(key_fwd) for _ in range(3))
     tf = statistics.median(timed(bare_fwd) for _ in range(3))
-    return {"case": name, "runtime": runtime_name(runtime), "arch": arch, "width": width, "small_stem": small_stem, "image_size": size, "batch": batch,
+    return {"case": name, "runtime": runtime.path, "arch": arch, "width": width, "small_stem": small_stem, "image_size": size, "batch": batch,
             # img/s per `threads` cores of CPU time (what an unloaded machine would give), and the wall-clock figures
             "bare_img_s": round(threads * batch / b, 1), "moco_img_s": round(threads * batch / m, 1), "ratio": round(m / b, 2), "ratio_vs_query_path": round(m / q, 2),
             "bare_wall_img_s": round(batch / statistics.median(wb), 1), "moco_wall_img_s": round(batch / statistics.median(wm), 1),
             "wall_ratio": round(statistics.median(wm) / statistics.median(wb), 2),
-            "augment_share": round(ta / m, 3), "key_forward_share": round(tk / m, 3),
+            "augment_share": round(ta / m, 3), "ratio_without_augment": round((m - ta) / b, 2), "key_forward_share": round(tk / m, 3),
             "bare_forward_over_fwd_bwd": round(tf / b, 3), "bare_step_s": round(b, 3), "moco_step_s": round(m, 3),
             "feature_dim": BackboneConfig(arch, width, small_stem).feature_dim}
-
-
-def runtime_name(rt: Runtime) -> str:
-    "The name of `rt`'s path in `CPU_RUNTIMES` (e.g. 'channels_last'); on CUDA the autocast dtype and format."
-    names = {v: k for k, v in CPU_RUNTIMES.items()}
-    return names[rt.amp_dtype, rt.channels_last] if rt.device.type == "cpu" else f"{rt.amp_dtype}, channels_last={rt.channels_last}"
 
 
 def pick_runtime(device: str | None, name: str, channels_last: bool = False) -> Runtime:
     "The runtime for `--device`/`--runtime`/`--channels-last`: `auto` asks `Runtime.detect`, a name forces a CPU path."
     if name == "auto": rt = Runtime.detect(device)
     elif torch.device(device or "cpu").type != "cpu": raise SystemExit(f"--runtime {name} is a CPU path, not one for {device}")
-    else: rt = Runtime(torch.device(device or "cpu"), *CPU_RUNTIMES[name], "--runtime")  # forced: nothing measured
+    else: rt = Runtime.cpu(name, "--runtime")  # forced: nothing measured
     return Runtime(rt.device, rt.amp_dtype, True, rt.selected_by, rt.probe) if channels_last else rt
 
 
@@ -133,7 +128,7 @@ def main():
     torch.set_num_threads(a.threads)
     # a name forces the path without measuring; `auto` measures (once per machine and thread count) or reads the cache
     rt = pick_runtime(a.device, a.runtime, a.channels_last)
-    print(f"runtime: {runtime_name(rt)} (chosen: {rt.selected_by})", flush=True)
+    print(f"runtime: {rt.path} (chosen: {rt.selected_by})", flush=True)
     if rt.probe is not None:
         for cand in (c for c in CPU_RUNTIMES if c in rt.probe["img_s"]):
             print(f"  probe {cand:20s} " + "  ".join(f"{w} {v:6.1f} img/s" for w, v in rt.probe["img_s"][cand].items())
@@ -144,7 +139,8 @@ def main():
         r = bench_case(name, *case, steps=a.steps, runtime=rt)
         rows.append(r)
         print(f"{name:18s} bare {r['bare_img_s']:7.1f} img/s   moco {r['moco_img_s']:7.1f} img/s   "
-              f"ratio {r['ratio']:.2f}   of the moco step: augment {100 * r['augment_share']:.0f}%, key fwd "
+              f"ratio {r['ratio']:.2f}   of the moco step: augment {100 * r['augment_share']:.0f}% (without it: ratio "
+              f"{r['ratio_without_augment']:.2f}), key fwd "
               f"{100 * r['key_forward_share']:.0f}%; bare fwd/(fwd+bwd) {r['bare_forward_over_fwd_bwd']:.2f}, so no MoCo "
               f"step can be under {1 + r['bare_forward_over_fwd_bwd']:.2f}x; vs the query path with split BN and head "
               f"{r['ratio_vs_query_path']:.2f}   "

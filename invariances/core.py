@@ -64,6 +64,19 @@ class Runtime:
         choice, how, rec = cpu_runtime_choice(measure)
         return cls(device, *CPU_RUNTIMES[choice], how, rec)
 
+    @classmethod
+    def cpu(cls, name: str, selected_by: str = "named") -> "Runtime":
+        """The CPU path `name` of `CPU_RUNTIMES` ('fp32', 'channels_last', 'bf16', 'bf16+channels_last'), taken as named,
+        nothing measured: for benchmarks and comparisons of the paths (training asks `detect`)."""
+        if name not in CPU_RUNTIMES: raise ValueError(f"unknown CPU runtime {name!r}; choose from {list(CPU_RUNTIMES)}")
+        return cls(torch.device("cpu"), *CPU_RUNTIMES[name], selected_by)
+
+    @property
+    def path(self) -> str:
+        "The arithmetic path by name: a key of `CPU_RUNTIMES` ('fp32', 'bf16+channels_last', ...), or e.g. 'float16+channels_last'."
+        amp = {None: None, torch.bfloat16: "bf16"}.get(self.amp_dtype, str(self.amp_dtype).removeprefix("torch."))
+        return "+".join(n for n in (amp, "channels_last" if self.channels_last else None) if n) or "fp32"
+
     def measuring(self) -> "Runtime":
         """This runtime for measuring (features, readouts, invariance): the same device and memory format without
         autocast. Training may take bf16 where it is faster and learns the same; what is measured and cached is fp32 on

@@ -190,7 +190,7 @@ def _scratch_cache():
 
 def dry_runtime() -> Runtime:
     "What the gpu batch computes with on CUDA (bf16 autocast, channels_last; `Runtime.detect`), here on the CPU."
-    return Runtime(torch.device("cpu"), torch.bfloat16, True, "dry run: the CUDA runtime's precision on the CPU")
+    return Runtime.cpu("bf16+channels_last", "dry run: the CUDA runtime's precision on the CPU")
 
 def fabricated_root(profile: Profile, folder: Path) -> str | None:
     "A data root under `folder` holding a fabricated copy of `profile`'s real data set (None for rendered data)."

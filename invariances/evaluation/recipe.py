@@ -13,7 +13,7 @@ import pandas as pd
 import torch
 
 from .. import zoo
-from ..core import CPU_RUNTIMES, Runtime, cache_dir, config_key, write_json
+from ..core import Runtime, cache_dir, config_key, write_json
 from ..data.cache import CacheError, StaleEntry, begin_entry, check_entry, finish_entry, warn_damaged
 from .health import KNNMonitor, health_protocol, health_sets
 from ..policies import get_policy
@@ -22,16 +22,11 @@ from ..train.methods import method_config
 from ..train.moco import MoCo
 
 # %% auto #0
-__all__ = ['RECIPE_VERSION', 'RECIPE_MANIFEST', 'CLOCKS', 'runtime_path', 'compute_minutes', 'recipe_run', 'recipe_table',
-           'recipe_summary', 'choose_recipe', 'plot_recipe', 'runtime_comparison']
+__all__ = ['RECIPE_VERSION', 'RECIPE_MANIFEST', 'CLOCKS', 'compute_minutes', 'recipe_run', 'recipe_table', 'recipe_summary',
+           'choose_recipe', 'plot_recipe', 'runtime_comparison']
 
 # %% ../../nbs/76_recipe.ipynb #2ca733e3
 RECIPE_VERSION = 2   # bump when recipe_run's record changes meaning (2: compute minutes beside wall minutes)
-
-def runtime_path(runtime: Runtime) -> str:
-    "The arithmetic path of `runtime` by name: 'fp32', 'channels_last', 'bf16', 'bf16+channels_last' (as `core.CPU_RUNTIMES`), 'float16', ..."
-    amp = {None: None, torch.bfloat16: "bf16"}.get(runtime.amp_dtype, str(runtime.amp_dtype).removeprefix("torch."))
-    return "+".join(n for n in (amp, "channels_last" if runtime.channels_last else None) if n) or "fp32"
 
 def compute_minutes(point: dict) -> float:
     "CPU minutes a `KNNMonitor` record spent training, per torch thread: its wall minutes with the cores to itself."
@@ -64,7 +59,7 @@ def recipe_run(name: str, profile="cpu", overrides: dict | None = None, evaluati
     so records trained before are not reused); returns the record."""
     p = zoo.get_profile(profile)
     runtime = runtime if runtime is not None else Runtime.detect()
-    path = runtime_path(runtime)
+    path = runtime.path
     overrides = dict(overrides or {})
     if "policy" in overrides: raise ValueError("a recipe trains the Default policy; `policy` is not a recipe choice")
     if not isinstance(evaluations, int) or evaluations < 1: raise ValueError(f"evaluations must be an int >= 1, got {evaluations!r}")
