@@ -19,7 +19,7 @@ Both steps run on one path, `--runtime` (CPU only): `auto` (the default) is the 
 `Runtime.detect` measured for this machine (or read from its cache, or `$INVARIANCES_CPU_RUNTIME`); a name of
 `invariances.core.CPU_RUNTIMES` forces that path. `--channels-last` adds channels_last to whichever path.
 """
-import argparse, copy, json, statistics, sys, time
+import argparse, copy, dataclasses, json, statistics, sys, time
 from dataclasses import asdict
 from pathlib import Path
 
@@ -114,7 +114,7 @@ def pick_runtime(device: str | None, name: str, channels_last: bool = False) -> 
     if name == "auto": rt = Runtime.detect(device)
     elif torch.device(device or "cpu").type != "cpu": raise SystemExit(f"--runtime {name} is a CPU path, not one for {device}")
     else: rt = Runtime.cpu(name, "--runtime")  # forced: nothing measured
-    return Runtime(rt.device, rt.amp_dtype, True, rt.selected_by, rt.probe) if channels_last else rt
+    return dataclasses.replace(rt, channels_last=True) if channels_last else rt
 
 
 def main():

@@ -139,9 +139,9 @@ def chunks(s: Setup, sizes=(8, 16, 32, 64), rounds=7):
     whole = Policy._apply
     def chunked(c):
         def apply(self, x, params):
-            parts = [whole(self, x[a:a + c], {k: {kk: v[a:a + c] for kk, v in d.items()} for k, d in params.items()})
-                     for a in range(0, x.shape[0], c)]
-            return torch.cat(parts)
+            pieces = [whole(self, x[a:a + c], {k: {kk: v[a:a + c] for kk, v in d.items()} for k, d in params.items()})
+                      for a in range(0, x.shape[0], c)]
+            return torch.cat(pieces)
         return apply
     variants = {"whole slices": whole, **{f"chunks of {c}": chunked(c) for c in sizes}}
     T, ref = {k: [] for k in variants}, pol.apply(x, p)
