@@ -13,8 +13,8 @@ import numpy as np
 import torch.distributed as dist
 
 from .core import Runtime, cache_dir, config_key, data_root, tree_digest, write_json
-from .data.cache import (MANIFEST, CacheError, begin_entry, check_entry, check_file, file_record, finish_entry,
-                                    record_digest, warn_damaged)
+from .store import (MANIFEST, CacheError, begin_entry, check_entry, check_file, file_record, finish_entry,
+                               record_digest, warn_damaged)
 from .data.imageset import ImageSet
 from .models import CheckpointError, Encoder, load_backbone, read_checkpoint
 from .policies import get_policy

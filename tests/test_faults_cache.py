@@ -15,7 +15,7 @@ from torch import nn
 
 from invariances import zoo
 from invariances.data import synthetic as syn
-from invariances.data.cache import CacheWarning
+from invariances.store import CacheWarning
 from invariances.data.classification import load_tiny_imagenet
 from invariances.data.fixtures import make_fixture
 from invariances.data.imageset import ImageSet

@@ -11,7 +11,7 @@ import torch
 
 from .. import zoo
 from ..core import Runtime, write_json
-from ..data.cache import CacheError, StaleEntry, begin_entry, check_entry, finish_entry, warn_damaged
+from ..store import CacheError, StaleEntry, begin_entry, check_entry, finish_entry, warn_damaged
 from ..data.imageset import ImageSet
 from .linear import linear_readout_train_test
 from .readouts import KNNResult, knn_accuracy

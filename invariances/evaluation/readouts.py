@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 
 from ..core import cache_dir, config_key
-from ..data.cache import CacheError, StaleEntry, begin_entry, check_entry, finish_entry, open_array, warn_damaged
+from ..store import CacheError, StaleEntry, begin_entry, check_entry, finish_entry, open_array, warn_damaged
 from ..data.imageset import ImageSet
 from ..features import Features, extract_features
 from ..metrics.inputs import as_features

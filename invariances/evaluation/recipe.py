@@ -14,7 +14,7 @@ import torch
 
 from .. import zoo
 from ..core import Runtime, cache_dir, config_key, write_json
-from ..data.cache import CacheError, StaleEntry, begin_entry, check_entry, finish_entry, warn_damaged
+from ..store import CacheError, StaleEntry, begin_entry, check_entry, finish_entry, warn_damaged
 from .health import KNNMonitor, health_protocol, health_sets
 from ..policies import get_policy
 from ..train.loop import fit

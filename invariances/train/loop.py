@@ -17,7 +17,7 @@ import torch.distributed as dist
 
 from ..core import Runtime, to_float_images, save_torch, write_json, provenance, report_progress
 from ..data.imageset import ImageSet
-from ..data.cache import CacheError, begin_entry, check_entry, finish_entry, warn_damaged
+from ..store import CacheError, begin_entry, check_entry, finish_entry, warn_damaged
 from ..models import BackboneConfig, CheckpointError, Encoder, read_checkpoint, save_backbone
 
 # %% auto #0
