@@ -27,7 +27,8 @@ from invariances.data.imageset import ImageSet
 from invariances.models import BackboneConfig, Encoder
 from invariances.policies import Policy, get_policy, new_generator
 from invariances.train.loop import _make_optimizer
-from invariances.train.moco import MoCo, MocoConfig, batch_infonce_loss
+from invariances.train.losses import batch_infonce_loss
+from invariances.train.moco import MoCo, MocoConfig
 
 
 def median_ms(ts, skip=1): return 1000 * statistics.median(ts[skip:])

@@ -287,7 +287,7 @@ def cpu_runtime_env() -> str:
 
 # %% ../nbs/00_core.ipynb #3062c7b9
 class _SplitBatchNorm(torch.nn.BatchNorm2d):
-    "MoCo's split BatchNorm (`train.moco.SplitBatchNorm`, training only): `num_splits` sub-batches folded into channels."
+    "MoCo's split BatchNorm (`models.SplitBatchNorm`, training only): `num_splits` sub-batches folded into channels."
     def __init__(self, num_features: int, num_splits: int):
         super().__init__(num_features); self.num_splits = num_splits
 

@@ -14,7 +14,7 @@ import torch
 from . import zoo
 from .core import Runtime
 from .repro import RunSpec, Batch, declared_parameters, execute_run, load_batch, parameter_errors
-from .train.loop import PROFILES, Profile, get_profile
+from .profiles import PROFILES, Profile, get_profile
 from .train.methods import get_method
 
 # %% auto #0
@@ -154,7 +154,7 @@ def train_zoo_models(batch: str | Batch, executor, processes_per_node: int = 1, 
     todo = [m for m in batch_models(batch) if not zoo.is_cached(m.name, m.profile, m.seed, m.data_root)]
     jobs = []
     for m in todo:
-        if not get_method(zoo.MODELS[m.name]["method"]).trains:          # nothing to fit: no job for it
+        if not get_method(zoo.get_model(m.name).method).trains:          # nothing to fit: no job for it
             zoo.get(m.name, m.profile, m.seed, m.data_root, progress=False); continue
         job = executor.submit(TrainJob(m.name, profile_argument(m.profile), m.seed, m.data_root, processes_per_node, nodes))
         echo(f"{m}: submitted job {job.job_id} (log {job.paths.stderr})"); jobs.append((m, job))
@@ -238,14 +238,14 @@ def dry_run(batch: str | Batch, only: list[str] | None = None, echo=print) -> di
 def _table2_step(run: RunSpec, settings: dict, encoders: dict, p: Profile, runtime: Runtime, scratch: Path) -> str:
     "ericsson_table2.ipynb: every transform's grid at the run's size; Table 2 of all its models on 2 images x 2 values."
     from invariances.evaluation.invariance import invariance_table
-    from invariances.evaluation.tables import MODEL_LABELS, table2
+    from invariances.evaluation.tables import table2
     from invariances.transforms import TRANSFORMS, get_transform
     sizes = {t: len(get_transform(t).grid(settings["n_params"])) for t in TRANSFORMS}
     images = zoo.dataset(p, "test", 2, settings["data_root"], seed=settings["seed"])
     reference = zoo.dataset(p, "val", 4, settings["data_root"], seed=settings["seed"])
     assert images.images.shape[1:] == (p.image_size, p.image_size, 3), images.images.shape
     per_image = invariance_table(encoders, images, reference, TRANSFORMS, 2, settings["batch_size"], runtime,
-                                 labels=MODEL_LABELS)
+                                 labels=zoo.labels())
     layout = table2(per_image, list(encoders)).layout        # the notebook's own assembly, marks included
     return f"Table 2 ({layout.shape[0]} rows x {len(TRANSFORMS)} transforms) on {p.image_size} px; grids of {min(sizes.values())}-{max(sizes.values())} values"
 

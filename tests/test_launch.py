@@ -10,7 +10,7 @@ import yaml
 from invariances import zoo
 from invariances.launch import DryRunError, TrainJob, dry_run, profile_argument, train_zoo_models
 from invariances.repro import load_batch, project_root
-from invariances.train.loop import PROFILES
+from invariances.profiles import PROFILES
 
 ROOT = project_root(Path(__file__).parent)
 
@@ -39,7 +39,7 @@ def test_gpu_batch_dry_run_passes():
 
 
 def test_dry_run_names_the_run_and_the_model_of_a_broken_configuration(tmp_path, monkeypatch):
-    monkeypatch.setitem(zoo.MODELS, "moco-broken", {"method": "moco", "policy": "no-such-policy"})
+    monkeypatch.setitem(zoo.MODELS, "moco-broken", zoo.ZooModel("moco-broken", "moco", policy="no-such-policy"))
     batch = _batch(tmp_path, {"table2": ("ericsson_table2.ipynb", {"models": ["random", "moco-broken"]})})
     with pytest.raises(DryRunError, match=r"run 'table2': model moco-broken \(profile gpu, seed 0\): .*no-such-policy"):
         dry_run(batch)

@@ -57,7 +57,7 @@ def test_ddp_two_gloo_processes(tmp_path):
         assert torch.equal(r0["encoder"][k], r1["encoder"][k]), k  # gradients were averaged: the same weights
     ck = _method_state(out)
     assert ck["step"] == 4 and ck["world_size"] == 2 and len(ck["generators"]) == 2
-    assert int(ck["method"]["queue_ptr"]) == (4 * 8) % 20  # keys from both processes entered the queue
+    assert int(ck["method"]["queue.ptr"]) == (4 * 8) % 20  # keys from both processes entered the queue
     # and a single-process run of the same config does not give the same weights (the processes really split the batch)
     _run(tmp_path / "single", "--steps", "4")
     single = torch.load(tmp_path / "single" / "final_rank0.pt", weights_only=True)

@@ -18,16 +18,13 @@ from .readouts import KNNResult, knn_accuracy
 from ..features import extract_features
 
 # %% auto #0
-__all__ = ['HEALTH_IMAGES', 'DEFAULT_HEALTH_IMAGES', 'HEALTH_MANIFEST', 'health_protocol', 'health_sets', 'encoder_knn',
-           'model_health', 'KNNMonitor', 'colour_histograms', 'colour_shortcut']
+__all__ = ['HEALTH_MANIFEST', 'health_protocol', 'health_sets', 'encoder_knn', 'model_health', 'KNNMonitor', 'colour_histograms',
+           'colour_shortcut']
 
 # %% ../../nbs/74_health.ipynb #43cdb28e
-HEALTH_IMAGES = {"smoke": (256, 128)}   # (reference, held-out) images per profile; every other profile: DEFAULT_HEALTH_IMAGES
-DEFAULT_HEALTH_IMAGES = (5000, 2000)
-
 def health_protocol(profile, k: int = 20, temperature: float = 0.07) -> dict:
     "The readout protocol of a profile's health records (what a cached record must match to be reused)."
-    n_ref, n_test = HEALTH_IMAGES.get(zoo.get_profile(profile).name, DEFAULT_HEALTH_IMAGES)
+    n_ref, n_test = zoo.get_profile(profile).health_images   # (reference, held-out) images
     return {"readout": "knn", "k": k, "temperature": temperature, "layer": "pooled backbone", "n_ref": n_ref,
             "ref_split": "train", "ref_seed": 1, "n_test": n_test, "test_split": "test", "test_seed": 2,
             "linear": {"protocol": "train-test+cv5-stratified", "wds": "logspace(-6, 5, 45)", "cv_seed": 0}}

@@ -8,6 +8,8 @@ from __future__ import annotations
 import dataclasses, json, shutil
 from dataclasses import asdict
 
+from typing import Mapping
+
 import numpy as np
 import pandas as pd
 import torch
@@ -16,14 +18,13 @@ from .. import zoo
 from ..core import Runtime, cache_dir, config_key, write_json
 from ..store import CacheError, StaleEntry, begin_entry, check_entry, finish_entry, warn_damaged
 from .health import KNNMonitor, health_protocol, health_sets
-from ..policies import get_policy
 from ..train.loop import fit
-from ..train.methods import method_config
-from ..train.moco import MoCo
+from ..train.methods import get_method, method_config
 
 # %% auto #0
-__all__ = ['RECIPE_VERSION', 'RECIPE_MANIFEST', 'CLOCKS', 'compute_minutes', 'recipe_run', 'recipe_table', 'recipe_summary',
-           'choose_recipe', 'plot_recipe', 'runtime_comparison']
+__all__ = ['RECIPE_VERSION', 'RECIPE_MANIFEST', 'CLOCKS', 'TARGETS', 'compute_minutes', 'recipe_run', 'recipe_table',
+           'recipe_summary', 'choose_recipe', 'plot_recipe', 'recipe_entries', 'against_references', 'recipe_choice',
+           'budget_extrapolation', 'runtime_comparison']
 
 # %% ../../nbs/76_recipe.ipynb #2ca733e3
 RECIPE_VERSION = 2   # bump when recipe_run's record changes meaning (2: compute minutes beside wall minutes)
@@ -77,7 +78,7 @@ def recipe_run(name: str, profile="cpu", overrides: dict | None = None, evaluati
     cfg = dataclasses.replace(cfg, checkpoint_every=max(1, -(-cfg.total_steps(len(train_set)) // evaluations)))
     monitor = KNNMonitor(*health_sets(scale, root, protocol), protocol["k"], protocol["temperature"], runtime=runtime)
     torch.manual_seed(seed)
-    method = MoCo.build(cfg, get_policy(cfg.policy, cfg.image_size), train_set)
+    method = get_method("moco").method.build(cfg, train_set)
     monitor(0, method); monitor.start()
     shutil.rmtree(folder / "run", ignore_errors=True)
     out = fit(method, train_set, cfg, folder / "run", runtime=runtime, progress=progress, on_checkpoint=monitor)
@@ -163,6 +164,54 @@ def plot_recipe(records: list[dict], references: dict[str, float] | None = None,
     if title: ax.set_title(title)
     ax.legend(fontsize=7, ncol=2)
     return ax
+
+# %% ../../nbs/76_recipe.ipynb #a1aaf1cc
+TARGETS = {"random": 1.5, "supervised": 0.6}   # reference zoo model -> the least margin ratio the target asks for
+
+def _ref_label(name: str) -> str: return "untrained" if name == "random" else name
+
+def recipe_entries(summary: list[dict]) -> pd.DataFrame:
+    "One row per grid entry of `recipe_summary`: seeds, k-NN accuracy (mean, std), minutes, final and chance loss."
+    return pd.DataFrame([{"run": s["name"], "seeds": len(s["seeds"]), "knn_accuracy": s["knn_accuracy"],
+                          "knn_accuracy_std": s["knn_accuracy_std"], "compute_minutes": s["compute_minutes"],
+                          "train_minutes": s["train_minutes"], "final_loss": s["final_loss"], "chance_loss": s["chance_loss"]}
+                         for s in summary]).set_index("run")
+
+def against_references(entries: pd.DataFrame, chance: float, references: Mapping[str, float], budget_minutes: float,
+                       clock: str = "compute") -> pd.DataFrame:
+    "`entries` with each entry's margin over chance relative to each reference's (name -> k-NN accuracy), and the budget."
+    out = entries[["seeds", "knn_accuracy", "knn_accuracy_std", "compute_minutes", "train_minutes"]].copy()
+    for name, acc in references.items(): out[f"margin / {_ref_label(name)} margin"] = (out.knn_accuracy - chance) / (acc - chance)
+    out["within budget"] = out[_minutes_field(clock)] <= budget_minutes
+    return out
+
+def recipe_choice(chosen: dict, chance: float, references: Mapping[str, float], library: Mapping) -> tuple[dict, dict]:
+    """The chosen entry against the targets, and where the library's config (`library`, the profile's own) differs from
+    the chosen run's: `(criteria, differs)`, differs = field -> (library value, chosen value)."""
+    criteria = {"chosen run": chosen["name"], "seeds": len(chosen["seeds"]),
+                "k-NN accuracy (mean over seeds)": chosen["knn_accuracy"], "compute minutes": chosen["compute_minutes"],
+                "wall minutes": chosen["train_minutes"], "final loss / chance loss": chosen["final_loss"] / chosen["chance_loss"]}
+    for name, acc in references.items():
+        if name in TARGETS:
+            criteria[f"margin / {_ref_label(name)} margin (target >= {TARGETS[name]})"] = (chosen["knn_accuracy"] - chance) / (acc - chance)
+    differs = {k: (library[k], v) for k, v in chosen["config"].items()
+               if k not in ("checkpoint_every", "seed") and library.get(k) != v}
+    criteria["library profile is the chosen recipe"] = not differs
+    return criteria, differs
+
+def budget_extrapolation(summary: list[dict], chosen: dict, chance: float, supervised_accuracy: float | None,
+                         budget_minutes: float, clock: str = "compute") -> dict:
+    "The minutes per model at which the chosen recipe's line in log2(minutes) reaches chance + 0.6 x the supervised margin."
+    same = lambda s: {k: v for k, v in s["overrides"].items() if k != "steps"} == {k: v for k, v in chosen["overrides"].items() if k != "steps"}
+    ladder = [s for s in summary if same(s)]
+    out = {"runs fitted": ", ".join(s["name"] for s in ladder)}
+    if supervised_accuracy is None or len({s["config"]["steps"] for s in ladder}) < 2: return out
+    minutes = np.array([s[_minutes_field(clock)] for s in ladder]); acc = np.array([s["knn_accuracy"] for s in ladder])
+    slope, intercept = np.polyfit(np.log2(minutes), acc, 1)
+    goal = chance + TARGETS["supervised"] * (supervised_accuracy - chance)
+    return out | {"k-NN accuracy per doubling of compute": slope, "target k-NN accuracy": goal,
+                  "proposed minutes per model": float(2 ** ((goal - intercept) / slope)) if slope > 0 else float("inf"),
+                  "budget minutes": budget_minutes}
 
 # %% ../../nbs/76_recipe.ipynb #b7e2a902
 def runtime_comparison(runs: dict[str, list[dict]], base: str) -> pd.DataFrame:
