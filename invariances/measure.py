@@ -9,7 +9,8 @@ import argparse, sys
 from dataclasses import replace
 from pathlib import Path
 
-from .evaluation.card import SIZES, load_model, write_card
+from .evaluation.card import SIZES, write_card
+from .resolve import load_model
 from .features import layer_names
 
 # %% auto #0

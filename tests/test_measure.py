@@ -11,7 +11,8 @@ import torch
 import torchvision
 
 from invariances.data.synthetic import TRAJECTORY_FAMILIES, TRANSFORM_KINDS, object_set, trajectory_set, transform_groups
-from invariances.evaluation.card import SIZES, load_model
+from invariances.evaluation.card import SIZES
+from invariances.resolve import load_model
 from invariances.measure import main
 from invariances.metrics.ris import representation_invariance_score
 from invariances.transforms import TRANSFORMS, get_transform

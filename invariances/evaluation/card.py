@@ -26,20 +26,20 @@ from ..metrics.ris import representation_invariance_score
 from ..metrics.similarity import (ReferenceStats, alignment, average_confusion_ratio, group_invariance,
                                             transform_invariance, uniformity)
 from ..metrics.stats import significance_marks
-from ..models import FeatureTaps, load_backbone, load_public_checkpoint, sidecar_path
 from ..policies import get_policy
+from ..resolve import LoadedModel, load_model
 from ..runs import save_figure, table_markdown
 from ..transforms import TRANSFORMS, get_transform
 
 # %% auto #0
-__all__ = ['SIZES', 'HEADS', 'MAX_FEATURE_DIM', 'SPATIAL', 'APPEARANCE', 'RADAR_AXES', 'POLICY_VIEWS', 'REAL_SETS', 'SECTIONS',
-           'COLUMNS', 'CardSize', 'get_size', 'torchvision_architectures', 'read_state_dict', 'load_matching',
-           'drop_head', 'normalize_inputs', 'LayerFeatures', 'LoadedModel', 'load_model', 'RealSet', 'Measurement',
-           'group_pairs', 'paired_alignment', 'group_measures', 'policy_views', 'card_runtime', 'measure',
-           'hoeffding_marks', 'radar_values', 'radar_figure', 'bars_figure', 'section_table', 'card_blocks',
-           'blocks_markdown', 'blocks_html', 'save_card', 'write_card']
+__all__ = ['MAX_FEATURE_DIM', 'SIZES', 'SPATIAL', 'APPEARANCE', 'RADAR_AXES', 'POLICY_VIEWS', 'REAL_SETS', 'SECTIONS', 'COLUMNS',
+           'CardSize', 'get_size', 'RealSet', 'Measurement', 'group_pairs', 'paired_alignment', 'group_measures',
+           'policy_views', 'card_runtime', 'measure', 'hoeffding_marks', 'radar_values', 'radar_figure', 'bars_figure',
+           'section_table', 'card_blocks', 'blocks_markdown', 'blocks_html', 'save_card', 'write_card']
 
 # %% ../../nbs/77_card.ipynb #eb2b4543
+MAX_FEATURE_DIM = 8192   # whitening needs a D x D covariance: larger layers must be chosen by name
+
 @dataclass(frozen=True)
 class CardSize:
     "How many images each measure of the card uses (all rendered at `image_size`, held out from any training split)."
@@ -71,152 +71,6 @@ def get_size(size: str | CardSize) -> CardSize:
     if isinstance(size, CardSize): return size
     if size not in SIZES: raise ValueError(f"unknown card size {size!r}; choose one of {list(SIZES)} or pass a CardSize")
     return SIZES[size]
-
-# %% ../../nbs/77_card.ipynb #c0da8892
-HEADS = ("fc", "classifier", "head", "heads")   # classifier attributes of torchvision (and timm) models, dropped by default
-MAX_FEATURE_DIM = 8192                          # whitening needs a D x D covariance: larger layers must be chosen by name
-
-def torchvision_architectures() -> list[str]:
-    "Names of torchvision's classification models (what `torchvision.models.get_model` builds)."
-    import torchvision
-    return sorted(torchvision.models.list_models(module=torchvision.models))
-
-def read_state_dict(path) -> dict[str, torch.Tensor]:
-    """A plain `state_dict` from `path` via `torch.load(weights_only=True)`; a `state_dict`/`model` wrapper entry and a
-    `module.` prefix (DataParallel) are taken off. Errors name the file."""
-    path = Path(path)
-    if not path.is_file(): raise FileNotFoundError(f"weights file {path} does not exist")
-    try: obj = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as e: raise ValueError(f"{path}: torch.load(weights_only=True) cannot read it ({type(e).__name__}: {str(e)[:200]})") from None
-    if isinstance(obj, dict):
-        for key in ("state_dict", "model", "model_state_dict"):
-            if isinstance(obj.get(key), dict): obj = obj[key]; break
-    if not isinstance(obj, dict) or not obj or not all(isinstance(v, torch.Tensor) for v in obj.values()):
-        raise ValueError(f"{path}: not a state_dict (a dict of tensors), got {type(obj).__name__}")
-    if all(k.startswith("module.") for k in obj): obj = {k[len("module."):]: v for k, v in obj.items()}
-    return obj
-
-def load_matching(net: nn.Module, state_dict: Mapping[str, torch.Tensor], path, what: str) -> nn.Module:
-    "Load `state_dict` into `net` strictly; a mismatch is an error naming the file, the model and a few keys."
-    try: missing, unexpected = net.load_state_dict(state_dict, strict=False)
-    except RuntimeError as e:
-        shapes = [l.strip() for l in str(e).splitlines() if "size mismatch" in l]
-        raise ValueError(f"{path} does not match {what}: {len(shapes)} tensors have other shapes, e.g. {'; '.join(shapes[:3])}") from None
-    if missing or unexpected:
-        raise ValueError(f"{path} does not match {what}: {len(missing)} missing keys (e.g. {missing[:4]}), "
-                         f"{len(unexpected)} unexpected keys (e.g. {unexpected[:4]})")
-    return net
-
-def drop_head(net: nn.Module) -> str | None:
-    "Replace the first classifier attribute of `HEADS` by `nn.Identity` (the output becomes the penultimate features)."
-    for name in HEADS:
-        if isinstance(getattr(net, name, None), nn.Module):
-            setattr(net, name, nn.Identity()); return name
-    return None
-
-def normalize_inputs(net: nn.Module, mean=IMAGENET_MEAN, std=IMAGENET_STD) -> nn.Module:
-    "Make `net` take [0, 1] images: a forward pre-hook standardises them (layer names stay the network's own)."
-    m, s = torch.tensor(mean).view(1, -1, 1, 1), torch.tensor(std).view(1, -1, 1, 1)
-    net.register_forward_pre_hook(lambda mod, args: ((args[0] - m.to(args[0])) / s.to(args[0]), *args[1:]))
-    return net
-
-# %% ../../nbs/77_card.ipynb #f993b236
-class LayerFeatures(nn.Module):
-    "The pooled output of `layer` of `model` (`features.pool_features`) as the output: any layer by name, for any measure."
-    def __init__(self, model: nn.Module, layer: str):
-        super().__init__()
-        names = layer_names(model)
-        if layer not in names:
-            shown = ", ".join(names[:60]) + (f", ... ({len(names)} in all)" if len(names) > 60 else "")
-            raise ValueError(f"unknown layer {layer!r} in {type(model).__name__}; its layers: {shown}")
-        self.model, self.layer = model, layer
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        with FeatureTaps(self.model, [self.layer], pool=False) as taps: self.model(x)
-        return pool_features(taps.outputs[self.layer])
-
-# %% ../../nbs/77_card.ipynb #498c33b2
-@dataclass
-class LoadedModel:
-    "A network ready to measure: [0, 1] images `(N,3,H,W)` in, `(N, D)` features out."
-    module: nn.Module
-    label: str                 # short name on the card
-    description: str           # what was loaded, from where
-    layer: str                 # the layer measured, in words
-    info: dict = field(default_factory=dict)
-
-_CHECKPOINT_SUFFIXES = (".pt", ".pth", ".tar", ".ckpt", ".bin", ".safetensors")
-
-def _weights_note(weights) -> tuple[str, dict]:
-    if weights is None: return "no weights (random initialisation)", {"weights": None}
-    return f"weights {Path(weights).name}", {"weights": str(weights), "weights_sha256": file_digest(weights)}
-
-def _network(spec: str, weights, layer, profile, seed, data_root) -> tuple[nn.Module, str, str, dict]:
-    "(network taking [0, 1] images, label, description, info) for a model given by name or file."
-    if spec.startswith("zoo:"):
-        from invariances import zoo
-        name = spec[4:]
-        if name not in zoo.MODELS: raise ValueError(f"unknown zoo model {name!r} in {spec!r}; the zoo has {list(zoo.MODELS)}")
-        if weights is not None: raise ValueError(f"{spec}: a zoo model brings its own weights; drop weights={weights!r}")
-        net = zoo.get(name, profile, seed, data_root, progress=False)
-        return net, name, f"zoo model `{name}` (profile `{profile}`, seed {seed})", {"source": "zoo", "zoo": name, "profile": str(profile)}
-    if spec.startswith("timm:"):
-        arch = spec[5:]
-        try: import timm
-        except ImportError:
-            raise ImportError(f"{spec}: timm is not installed; `pip install timm`, or name a torchvision architecture "
-                              "(e.g. resnet50; see torchvision_architectures())") from None
-        if arch not in timm.list_models(): raise ValueError(f"unknown timm architecture {arch!r} (timm.list_models() lists them)")
-        torch.manual_seed(seed)
-        net = timm.create_model(arch, pretrained=False)
-        if weights is not None: load_matching(net, read_state_dict(weights), weights, f"timm {arch}")
-        if layer is None: net.reset_classifier(0)
-        cfg = getattr(net, "pretrained_cfg", {}) or {}
-        note, info = _weights_note(weights)
-        return (normalize_inputs(net, cfg.get("mean", IMAGENET_MEAN), cfg.get("std", IMAGENET_STD)), arch,
-                f"timm `{arch}`, {note}", {"source": "timm", "arch": arch, **info})
-    arch = spec[len("torchvision:"):] if spec.startswith("torchvision:") else spec
-    if arch in torchvision_architectures():
-        import torchvision
-        torch.manual_seed(seed)
-        net = torchvision.models.get_model(arch, weights=None)
-        if weights is not None: load_matching(net, read_state_dict(weights), weights, f"torchvision {arch}")
-        head = drop_head(net) if layer is None else None
-        note, info = _weights_note(weights)
-        return (normalize_inputs(net), arch, f"torchvision `{arch}`, {note}" + (f", `{head}` removed" if head else ""),
-                {"source": "torchvision", "arch": arch, **info})
-    path = Path(spec).expanduser()
-    if path.is_file():
-        if weights is not None: raise ValueError(f"{spec} is a checkpoint file; weights= goes with an architecture name (e.g. resnet50)")
-        try:
-            side = sidecar_path(path)
-            ours = side.is_file() and "backbone" in json.loads(side.read_text())
-            net = load_backbone(path) if ours else load_public_checkpoint(path)
-        except (ValueError, KeyError) as e:
-            msg = str(e) if str(path) in str(e) else f"{path}: {e}"
-            raise ValueError(f"{msg} (for a network other than a ResNet, name its architecture and pass the file as weights)") from None
-        return (net, path.stem, f"checkpoint `{path.name}` ({'this library' if ours else 'MoCo repository, VISSL (PIRL) or torchvision ResNet'} format, "
-                f"{net.config.arch}, width {net.config.width:g})", {"source": "checkpoint", "path": str(path), "sha256": file_digest(path)})
-    if os.sep in spec or spec.lower().endswith(_CHECKPOINT_SUFFIXES): raise FileNotFoundError(f"checkpoint file {spec} does not exist")
-    archs = torchvision_architectures()
-    raise ValueError(f"unknown model {spec!r}: not a checkpoint file, not a torchvision architecture (e.g. "
-                     f"{', '.join(a for a in archs if a.startswith('resnet'))}; {len(archs)} in all), nor 'zoo:<name>' or 'timm:<name>'")
-
-def load_model(model: str | os.PathLike | nn.Module, weights=None, layer: str | None = None, profile: str = "cpu",
-               seed: int = 0, data_root=None) -> LoadedModel:
-    """Whatever `model` names, as a network from [0, 1] images to features: an `nn.Module` taking [0, 1] images (used as
-    is), a torchvision architecture (`resnet18`, `torchvision:vit_b_16`, ...) or `timm:<name>` with a `weights` file (none:
-    untrained), a checkpoint file (MoCo repository, VISSL/PIRL, torchvision ResNet `state_dict`, this library's `backbone.pt`), or
-    `zoo:<name>`. `layer` names the layer measured (default: the output, the classifier removed)."""
-    if isinstance(model, nn.Module):
-        net, label, desc, info = model, type(model).__name__, f"`{type(model).__name__}` given as a module", {"source": "module"}
-    elif isinstance(model, (str, os.PathLike)):
-        net, label, desc, info = _network(str(model), weights, layer, profile, seed, data_root)
-    else: raise TypeError(f"model must be a name, a file or an nn.Module, got {type(model).__name__}")
-    net = net.eval()
-    if layer is not None: net = LayerFeatures(net, layer).eval()
-    return LoadedModel(net, label, desc, f"`{layer}` (average-pooled)" if layer else "output (penultimate features)",
-                       {**info, "layer": layer})
 
 # %% ../../nbs/77_card.ipynb #f5af1e3e
 SPATIAL = [t for t in TRANSFORMS if get_transform(t).kind == "spatial"]
