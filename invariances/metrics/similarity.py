@@ -183,7 +183,7 @@ def transform_invariance(stats: ReferenceStats, clean, transformed, image_index=
         raise ValueError(f"image_index must be integers in [0, {n}) (rows of clean)")
     device = _default_device(device)
     z_clean = torch.cat(list(stats._whiten_iter(clean, device, chunk)))
-    idx_t = torch.as_tensor(image_index, device=device)
+    idx_t = torch.as_tensor(np.array(image_index, dtype=np.int64), device=device)   # a copy: the index may be read-only
     dist, cos = [], []
     for i, zt in enumerate(stats._whiten_iter(transformed, device, chunk)):
         zc = z_clean[idx_t[i * chunk:i * chunk + len(zt)]]
