@@ -17,7 +17,7 @@ much less than wall time; wall-clock figures are reported beside them.
 
 Both steps run on one path, `--runtime` (CPU only): `auto` (the default) is the one training takes, the path
 `Runtime.detect` measured for this machine (or read from its cache, or `$INVARIANCES_CPU_RUNTIME`); a name of
-`invariances.core.CPU_RUNTIMES` forces that path. `--channels-last` adds channels_last to whichever path.
+`invariances.runtime.CPU_RUNTIMES` forces that path. `--channels-last` adds channels_last to whichever path.
 """
 import argparse, copy, dataclasses, json, statistics, sys, time
 from dataclasses import asdict
@@ -26,9 +26,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from invariances.core import CPU_RUNTIMES, Runtime, to_float_images, write_json, provenance
+from invariances.core import to_float_images, write_json, provenance
 from invariances.data.imageset import ImageSet
 from invariances.models import BackboneConfig, Encoder
+from invariances.runtime import CPU_RUNTIMES, Runtime
 from invariances.train.loop import _make_optimizer
 from invariances.train.moco import MoCo, MocoConfig
 from invariances.policies import get_policy

@@ -16,7 +16,8 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from .core import IMAGENET_MEAN, IMAGENET_STD, Runtime, atomic_path, report_progress, to_float_images, write_json
+from .core import IMAGENET_MEAN, IMAGENET_STD, atomic_path, report_progress, to_float_images, write_json
+from .runtime import Runtime
 from .data.imageset import ImageSet
 
 # %% auto #0

@@ -12,7 +12,7 @@ from pathlib import Path
 import torch
 
 from . import zoo
-from .core import Runtime
+from .runtime import Runtime
 from .repro import RunSpec, Batch, declared_parameters, execute_run, load_batch, parameter_errors
 from .profiles import PROFILES, Profile, get_profile
 from .train.methods import get_method

@@ -71,8 +71,8 @@ class RunDir:
     def json(self, obj, name): return self._add([write_json(self.path / f"{name}.json", obj)])
     def record_data(self, name: str, digest: Any): self.data[name] = digest
 
-    def finish(self, **extra) -> dict:
-        "Write `provenance.json` (with the artifact list) and return it."
-        rec = provenance(self.params, self.seed, self.data, self.started) | {"artifacts": sorted(set(self.artifacts))} | extra
+    def finish(self, runtime=None, **extra) -> dict:
+        "Write `provenance.json` (with the artifact list and, if given, how `runtime` computed) and return it."
+        rec = provenance(self.params, self.seed, self.data, self.started, runtime=runtime) | {"artifacts": sorted(set(self.artifacts))} | extra
         write_json(self.path / "provenance.json", rec)
         return rec

@@ -13,7 +13,8 @@ from typing import Any, Mapping
 import numpy as np
 import torch.distributed as dist
 
-from .core import Runtime, cache_dir, config_key, data_root, tree_digest, write_json
+from .core import cache_dir, config_key, data_root, tree_digest, write_json
+from .runtime import Runtime
 from .store import (MANIFEST, CacheError, begin_entry, check_entry, check_file, file_record, finish_entry,
                                record_digest, warn_damaged)
 from .data.imageset import ImageSet

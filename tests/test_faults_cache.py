@@ -232,25 +232,25 @@ def test_recipe_record_damage_is_trained_again(cache):
     assert recipe_run("probe", "smoke", {"lr": 0.1}, evaluations=1) == again and (folder / RECIPE_MANIFEST).is_file()
 
 
-# ---------------------------------------------------------------- the CPU runtime probe (core.cpu_runtime_choice)
+# ---------------------------------------------------------------- the CPU runtime probe (runtime.cpu_runtime_choice)
 def test_runtime_probe_record_damage_is_measured_again(monkeypatch, cache):
-    from invariances import core
+    from invariances import runtime
     calls = []
     def fake_measure(candidates, **probe):   # stands in for the 15 s probe: channels_last 20 % faster
         calls.append(1); t = {n: {"plain": 1.0 if n == "fp32" else 0.8, "moco": 1.0 if n == "fp32" else 0.8} for n in candidates}
-        return {"step_s": t, "wall_step_s": t, "img_s": t, "wall_img_s": t, "probe": core.CPU_PROBE, "seconds": 0.0}
-    monkeypatch.setattr(core, "measure_cpu_runtime", fake_measure)
-    monkeypatch.delenv(core.CPU_RUNTIME_ENV, raising=False)
-    monkeypatch.setattr(core, "_CPU_CHOICES", {})
-    choice, how, rec = core.cpu_runtime_choice()
+        return {"step_s": t, "wall_step_s": t, "img_s": t, "wall_img_s": t, "probe": runtime.CPU_PROBE, "seconds": 0.0}
+    monkeypatch.setattr(runtime, "measure_cpu_runtime", fake_measure)
+    monkeypatch.delenv(runtime.CPU_RUNTIME_ENV, raising=False)
+    monkeypatch.setattr(runtime, "_CPU_CHOICES", {})
+    choice, how, rec = runtime.cpu_runtime_choice()
     assert how == "measured" and len(calls) == 1
     (path,) = (cache / "runtime").glob("cpu-*.json")
     raw = path.read_text(); i = raw.index('"speedup"'); j = next(k for k in range(i, len(raw)) if raw[k].isdigit())
     path.write_text(raw[:j] + str((int(raw[j]) + 1) % 10) + raw[j + 1:])        # one digit of a number: still valid JSON
-    core._CPU_CHOICES.clear()
+    runtime._CPU_CHOICES.clear()
     with pytest.warns(UserWarning, match=f"ignoring the CPU runtime cache {path}: its content does not match its digest") as w:
-        choice2, how2, _ = core.cpu_runtime_choice()
+        choice2, how2, _ = runtime.cpu_runtime_choice()
     print("\n" + str(w[0].message))
     assert (choice2, how2) == (choice, "measured") and len(calls) == 2
-    core._CPU_CHOICES.clear()
-    assert core.cpu_runtime_choice()[1] == "cached" and len(calls) == 2        # the new record is read back
+    runtime._CPU_CHOICES.clear()
+    assert runtime.cpu_runtime_choice()[1] == "cached" and len(calls) == 2        # the new record is read back

@@ -16,8 +16,9 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from ..core import (IMAGENET_MEAN, IMAGENET_STD, Runtime, data_root as find_data_root, file_digest, in_ci, provenance,
+from ..core import (IMAGENET_MEAN, IMAGENET_STD, data_root as find_data_root, file_digest, in_ci, provenance,
                               seed_everything, to_float_images, write_json, write_text)
+from ..runtime import Runtime
 from ..data.manifests import dataset_available
 from ..data.synthetic import TRAJECTORY_FAMILIES, TRANSFORM_KINDS, object_set, trajectory_set, transform_groups
 from .invariance import transform_features

@@ -11,7 +11,8 @@ from typing import Any, Mapping, Sequence
 import pandas as pd
 
 from .. import zoo
-from ..core import CPU_RUNTIMES, Runtime, seed_everything
+from ..core import seed_everything
+from ..runtime import CPU_RUNTIMES, Runtime
 from ..models import Encoder
 from ..profiles import Profile, get_profile
 from ..runs import RunDir
@@ -73,7 +74,7 @@ class Experiment:
     def finish(self) -> dict:
         "Write `cost.json` (training seconds of every model, those trained in this run, and the measures) and the provenance."
         self.run.json({"train_s": self.train_s, "train_s_in_run": self.train_s_in_run, **self.measures}, "cost")
-        return self.run.finish()
+        return self.run.finish(runtime=self.runtime)
 
 def _runtime(runtime) -> Runtime | None:
     if runtime is None or isinstance(runtime, Runtime): return runtime

@@ -10,7 +10,8 @@ import json, time
 import torch
 
 from .. import zoo
-from ..core import Runtime, write_json
+from ..core import write_json
+from ..runtime import Runtime
 from ..store import CacheError, StaleEntry, begin_entry, check_entry, finish_entry, warn_damaged
 from ..data.imageset import ImageSet
 from .linear import linear_readout_train_test

@@ -12,7 +12,8 @@ import pandas as pd
 import torch
 from torch import nn
 
-from ..core import Runtime, to_float_images
+from ..core import to_float_images
+from ..runtime import Runtime
 from ..data.imageset import ImageSet
 from ..features import extract_features
 from ..metrics.similarity import ReferenceStats, transform_invariance

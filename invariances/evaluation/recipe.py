@@ -15,7 +15,8 @@ import pandas as pd
 import torch
 
 from .. import zoo
-from ..core import Runtime, cache_dir, config_key, write_json
+from ..core import cache_dir, config_key, write_json
+from ..runtime import Runtime
 from ..store import CacheError, StaleEntry, begin_entry, check_entry, finish_entry, warn_damaged
 from .health import KNNMonitor, health_protocol, health_sets
 from ..train.loop import fit

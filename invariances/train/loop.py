@@ -15,7 +15,8 @@ import torch
 import torch.nn as nn
 import torch.distributed as dist
 
-from ..core import Runtime, to_float_images, save_torch, write_json, report_progress
+from ..core import to_float_images, save_torch, write_json, report_progress
+from ..runtime import Runtime
 from ..data.imageset import ImageSet
 from ..store import CacheError, begin_entry, check_entry, finish_entry, warn_damaged
 from ..models import CheckpointError, read_checkpoint

@@ -12,7 +12,7 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 import torch
 import torch.nn as nn
 
-from ..core import Runtime
+from ..runtime import Runtime
 from ..data.imageset import ImageSet
 from ..models import BackboneConfig, Encoder, encoder_from_state_dict
 from ..policies import get_policy

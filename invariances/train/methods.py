@@ -13,7 +13,8 @@ from typing import Callable
 import torch.distributed as dist
 import torch.nn as nn
 
-from ..core import Runtime, provenance
+from ..core import provenance
+from ..runtime import Runtime
 from ..data.imageset import ImageSet
 from ..models import Encoder, save_backbone
 from ..profiles import Profile, get_profile
