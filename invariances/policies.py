@@ -13,6 +13,7 @@ import torch
 import torch.nn.functional as F
 
 from .core import IMAGENET_SIZE, run_concurrently
+from .profiles import DEFAULT_IMAGE_SIZE
 from .ops import (check_images, warp, resize_center_crop, to_gray_where, color_jitter, gaussian_blur,
                              random_phase_textures)
 
@@ -184,7 +185,7 @@ def _per(f, x): return f.to(x.dtype).view(-1, *([1] * (x.ndim - 1)))
 class TextureRandomization(Augmentation):
     "With probability `p` blend the image with a random-phase power-law texture (stand-in for LooC's style transfer)."
     name = "texture"
-    def __init__(self, p=0.5, alpha=(0.3, 0.6), beta=(1.0, 2.5), size: int = 64):
+    def __init__(self, p=0.5, alpha=(0.3, 0.6), beta=(1.0, 2.5), size: int = DEFAULT_IMAGE_SIZE):
         self.p = _check_prob(p, "texture p")
         self.alpha = _check_range(alpha, "texture alpha", 0.0, 1.0)
         self.beta, self.size = _check_range(beta, "texture beta", 0.0, None), int(size)
@@ -313,7 +314,7 @@ def _looc(name, size, augs):
     pol.looc_augs = tuple(augs)
     return pol
 
-def get_policy(name: str, size: int = 64) -> Policy:
+def get_policy(name: str, size: int = DEFAULT_IMAGE_SIZE) -> Policy:
     "The named training policy at output resolution `size` (see the table above)."
     if not isinstance(name, str): raise TypeError(f"policy name must be a str, got {type(name).__name__}")
     if name == "default":

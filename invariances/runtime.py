@@ -91,7 +91,7 @@ class Runtime:
 CPU_RUNTIMES = {"fp32": (None, False), "channels_last": (None, True),  # name -> (autocast dtype, channels_last)
                 "bf16": (torch.bfloat16, False), "bf16+channels_last": (torch.bfloat16, True)}
 CPU_RUNTIME_ENV = "INVARIANCES_CPU_RUNTIME"  # one of CPU_RUNTIMES or "auto" (the default: measured once per machine)
-CPU_PROBE = dict(width=0.5, size=64, batch=32, bn_splits=4, warmup=1, steps=5, margin=0.10, min_core_share=0.8, version=2)
+CPU_PROBE = dict(width=0.5, size=64, batch=32, bn_splits=4, warmup=1, steps=5, margin=0.10, min_core_share=0.8, version=3)   # 3: the probe is models.make_resnet with models.SplitBatchNorm
 
 def cpu_bf16_native() -> bool:
     "Whether this CPU has bf16 arithmetic (AVX-512 BF16 or AMX); elsewhere bf16 autocast is emulated and many times slower."

@@ -10,6 +10,7 @@ from typing import Sequence
 import torch
 
 from ..ops import check_images
+from ..profiles import DEFAULT_IMAGE_SIZE
 from ..policies import LOOC_AUGS, Policy, get_policy, new_generator
 
 # %% auto #0
@@ -18,7 +19,7 @@ __all__ = ['looc_views']
 # %% ../../nbs/56_looc.ipynb #93a4a146
 def looc_views(x: torch.Tensor, policy: Policy | str, augs: Sequence[str] | int | None = None,
                generator: torch.Generator | None = None, mode: str = "leave_one_out", share: Sequence[str] = ("rotation",),
-               size: int = 64):
+               size: int = DEFAULT_IMAGE_SIZE):
     """LooC views of `x`: `(query, [key_0, key_1, ..., key_n], {"query": params, "keys": [params, ...]})`.
     `augs`: the leave-one-out augmentation names (default `policy.looc_augs`), or an int n for the first n of them."""
     if isinstance(policy, str): policy = get_policy(policy, size)

@@ -10,6 +10,7 @@ import torch.nn.functional as F
 
 from ..ops import affine_grid, check_images
 from ..core import IMAGENET_SIZE
+from ..profiles import DEFAULT_IMAGE_SIZE
 from ..policies import (ColorJitter, Policy, RandomGrayscale, RandomHorizontalFlip,
                                   RandomResizedCrop, new_generator)
 
@@ -19,7 +20,7 @@ __all__ = ['JigsawPolicy', 'get_jigsaw']
 # %% ../../nbs/57_pirl.ipynb #9b6aa54d
 class JigsawPolicy:
     "PIRL's jigsaw view: `policy(x, generator, params) -> (patches (N,9,3,P,P), params)`."
-    def __init__(self, size: int = 64, scale=(0.6, 1.0), grid: int = 3, patch_frac: float = 64 / 85):
+    def __init__(self, size: int = DEFAULT_IMAGE_SIZE, scale=(0.6, 1.0), grid: int = 3, patch_frac: float = 64 / 85):
         self.size, self.grid = int(size), int(grid)
         self.crop_size = round(size * 255 / IMAGENET_SIZE)
         self.patch = max(2, round(self.crop_size / grid * patch_frac))
@@ -64,6 +65,6 @@ class JigsawPolicy:
             p.update(params)
         return self.apply(x, p), p
 
-def get_jigsaw(size: int = 64) -> JigsawPolicy:
+def get_jigsaw(size: int = DEFAULT_IMAGE_SIZE) -> JigsawPolicy:
     "PIRL's jigsaw view generator for image size `size`."
     return JigsawPolicy(size)
