@@ -16,15 +16,14 @@ from .runtime import Runtime
 from .repro import RunSpec, Batch, declared_parameters, execute_run, load_batch, parameter_errors
 from .profiles import PROFILES, Profile, get_profile
 from .train.methods import get_method
+from .evaluation.experiment import MODEL_PARAMETERS
 
 # %% auto #0
-__all__ = ['MODEL_PARAMETERS', 'FORWARDED_ENV', 'DRY_SIZES', 'DRY_STEPS', 'ZooModel', 'run_settings', 'zoo_models',
-           'batch_models', 'profile_argument', 'parse_profile', 'rendezvous_port', 'TrainJob', 'main', 'make_executor',
+__all__ = ['FORWARDED_ENV', 'DRY_SIZES', 'DRY_STEPS', 'ZooModel', 'run_settings', 'zoo_models', 'batch_models',
+           'profile_argument', 'parse_profile', 'rendezvous_port', 'TrainJob', 'main', 'make_executor',
            'train_zoo_models', 'DryRunError', 'dry_profile', 'dry_runtime', 'fabricated_root', 'dry_run']
 
 # %% ../nbs/84_launch.ipynb #6b91a5bb
-MODEL_PARAMETERS = ("models", "references")   # notebook parameters whose values are zoo model names
-
 @dataclass(frozen=True)
 class ZooModel:
     "One zoo model a batch needs: `zoo.get(name, profile, seed, data_root)`."
