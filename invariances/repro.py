@@ -227,10 +227,14 @@ def replace_folder(new: Path, final: Path) -> Path:
     if old is not None: shutil.rmtree(old)
     return final
 
+_PARTIAL_WRITE = re.compile(r"\.(?P<final>.+)\.[0-9a-f]{10}\.tmp")   # `core.atomic_path`'s temporary file, killed mid-write
+
 def clean_leftovers(out: Path) -> list[str]:
-    "Tidy what a killed runner left in `out`: `.old-` folders whose run folder is gone go back; the rest is deleted."
+    """Tidy what a killed runner left in `out`: `.old-` folders whose run folder is gone go back; the rest is deleted,
+    and so are the temporary files of writes it was killed in (status, summary, report: each is whole or absent)."""
     done = []
     for p in sorted(Path(out).iterdir()):
+        if p.is_file() and _PARTIAL_WRITE.fullmatch(p.name): p.unlink(); done.append(f"removed {p.name} (a write cut short)"); continue
         m = _LEFTOVER.fullmatch(p.name)
         if not m or not p.is_dir(): continue
         final = p.with_name(m["final"])
