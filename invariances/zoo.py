@@ -19,7 +19,7 @@ from .store import (MANIFEST, CacheError, begin_entry, check_entry, check_file, 
                                record_digest, warn_damaged)
 from .data.imageset import ImageSet
 from .models import CheckpointError, Encoder, load_backbone, read_checkpoint
-from .profiles import PROFILES, Profile, get_profile
+from .profiles import Profile, get_profile
 from .train.loop import CHECKPOINT, init_distributed, world_info
 from .train.methods import get_method, method_config, train
 

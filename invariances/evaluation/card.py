@@ -5,7 +5,7 @@
 # %% ../../nbs/77_card.ipynb #43473fb7
 from __future__ import annotations
 
-import base64, html, json, os, re, time
+import base64, html, re, time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -13,16 +13,15 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 import torch
-from torch import nn
 from tqdm.auto import tqdm
 
-from ..core import (IMAGENET_MEAN, IMAGENET_STD, data_root as find_data_root, file_digest, in_ci, provenance,
+from ..core import (data_root as find_data_root, in_ci, provenance,
                               seed_everything, to_float_images, write_json, write_text)
 from ..runtime import Runtime
 from ..data.manifests import dataset_available
 from ..data.synthetic import TRAJECTORY_FAMILIES, TRANSFORM_KINDS, object_set, trajectory_set, transform_groups
 from .invariance import transform_features
-from ..features import extract_features, layer_names, pool_features
+from ..features import extract_features
 from ..metrics.ris import representation_invariance_score
 from ..metrics.similarity import (ReferenceStats, alignment, average_confusion_ratio, group_invariance,
                                             transform_invariance, uniformity)

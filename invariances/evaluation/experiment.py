@@ -96,6 +96,6 @@ def plot_health(exp: Experiment, title: str = ""):
         ax.bar(x + off, [exp.health[n].get(key, np.nan) for n in names], 0.38, hatch=hatch, edgecolor="white",
                color=[zoo.get_model(n).color if n in zoo.MODELS else "k" for n in names], label=key.replace("_", " "))
     ax.axhline(exp.health[names[0]]["chance"], ls="--", c="0.4", lw=1, label="chance")
-    ax.set_xticks(x, [zoo.labels([n])[n] if n in zoo.MODELS else n for n in names], fontsize=8)
+    ax.set_xticks(x, [zoo.get_model(n).label if n in zoo.MODELS else n for n in names], fontsize=8)
     ax.set_ylabel("held-out accuracy"); ax.legend(fontsize=7); ax.set_title(title or f"Did the models learn? ({exp.profile.name} profile)", fontsize=9)
     return fig

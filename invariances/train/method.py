@@ -12,11 +12,12 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 import torch
 import torch.nn as nn
 
+from ..core import IMAGENET_SIZE
 from ..runtime import Runtime
 from ..data.imageset import ImageSet
-from ..models import BackboneConfig, Encoder, encoder_from_state_dict
+from ..models import BackboneConfig, encoder_from_state_dict
 from ..policies import get_policy
-from ..profiles import DEFAULT_IMAGE_SIZE, Profile
+from ..profiles import Profile
 from .loop import LoopConfig, image_batch
 
 # %% auto #0
@@ -43,7 +44,7 @@ class EncoderConfig(LoopConfig):
     arch: str = "resnet50"
     width: float = 1.0
     small_stem: bool = False
-    image_size: int = 224    # the papers' resolution (`core.IMAGENET_SIZE`); a profile sets its own
+    image_size: int = IMAGENET_SIZE   # the papers' resolution; a profile sets its own
     policy: str = "default"  # the name of the training augmentation (`invariances.policies.get_policy`)
     SCALES: ClassVar[dict[str, dict]] = {}  # per profile name: this method's own hyper-parameters at that scale
 
