@@ -89,6 +89,9 @@ def _children(pid):
 def test_a_preempted_job_is_requeued_and_resumes_to_the_same_weights(tmp_path, scratch_cache, monkeypatch):
     profile = dataclasses.replace(PROFILES["smoke"], steps=30, checkpoint_every=2)
     job_args = dict(model="moco-default", profile=profile_argument(profile), processes_per_node=2)
+    # both jobs on one arithmetic path: two processes on 2 cores probe on shared cores, where each process may choose
+    # its own path (a resumed job keeps its checkpoint's path: nbs/50_loop.ipynb); this test is about requeueing
+    monkeypatch.setenv("INVARIANCES_CPU_RUNTIME", "fp32")
     monkeypatch.setenv("INVARIANCES_CACHE", str(tmp_path / "whole"))
     _local_executor(tmp_path / "jobs-whole").submit(TrainJob(**job_args)).result()
     whole = zoo.model_dir("moco-default", profile)

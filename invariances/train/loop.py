@@ -5,7 +5,7 @@
 # %% ../../nbs/50_loop.ipynb #35ac2f00
 from __future__ import annotations
 
-import datetime, json, math, os, random, time
+import datetime, json, math, os, random, time, warnings
 from dataclasses import dataclass, asdict
 from pathlib import Path
 from typing import Callable, Mapping
@@ -16,7 +16,7 @@ import torch.nn as nn
 import torch.distributed as dist
 
 from ..core import to_float_images, save_torch, write_json, report_progress
-from ..runtime import Runtime
+from ..runtime import CPU_RUNTIMES, Runtime
 from ..data.imageset import ImageSet
 from ..store import CacheError, begin_entry, check_entry, finish_entry, warn_damaged
 from ..models import CheckpointError, read_checkpoint
@@ -184,11 +184,6 @@ def fit(method: nn.Module, train_set: ImageSet, config: LoopConfig, out_dir: str
     total = config.total_steps(len(train_set))
     sampler = EpochSampler(len(train_set), config.batch_size, config.seed)
 
-    method = runtime.model(method)
-    make_batch = getattr(method, "batch", image_batch)   # the method's own batch (frame pairs, tracks), else images
-    optimizer = _make_optimizer(method, config)
-    gen = torch.Generator(device=runtime.device).manual_seed(config.seed * 7919 + rank)  # augmentation randomness
-    step, history, resumed_from, seconds_before = 0, [], 0, 0.0
     ck = None
     if ckpt_path.is_file():
         try:
@@ -198,6 +193,15 @@ def fit(method: nn.Module, train_set: ImageSet, config: LoopConfig, out_dir: str
                 raise CheckpointError(f"{ckpt_path} is not a training checkpoint (no step, method, optimizer, run_config)")
         except (CacheError, CheckpointError) as e:   # truncated or corrupted: reported by path, training starts over
             warn_damaged(f"training checkpoint of {type(method).__name__}", ckpt_path, e, "training from step 0"); ck = None
+    if ck is not None and ck.get("runtime_path") in CPU_RUNTIMES and ck["runtime_path"] != runtime.path and runtime.device.type == "cpu":
+        # the steps still to run must take the arithmetic path the checkpoint's steps took, or resuming is not exact
+        warnings.warn(f"{ckpt_path} was trained on the {ck['runtime_path']!r} path; resuming on it, not on {runtime.path!r}")
+        runtime = Runtime.cpu(ck["runtime_path"], selected_by="the checkpoint it resumes")
+    method = runtime.model(method)
+    make_batch = getattr(method, "batch", image_batch)   # the method's own batch (frame pairs, tracks), else images
+    optimizer = _make_optimizer(method, config)
+    gen = torch.Generator(device=runtime.device).manual_seed(config.seed * 7919 + rank)  # augmentation randomness
+    step, history, resumed_from, seconds_before = 0, [], 0, 0.0
     if ck is not None:
         if ck["run_config"] != run_config:
             raise ValueError(f"{ckpt_path} belongs to another run: {ck['run_config']} != {run_config}; use another out_dir")
@@ -231,7 +235,8 @@ def fit(method: nn.Module, train_set: ImageSet, config: LoopConfig, out_dir: str
             begin_entry(out_dir, CHECKPOINT_MANIFEST)
             save_torch({"step": step, "method": method.state_dict(), "optimizer": optimizer.state_dict(),
                         "rng": rng_state(), "generators": gens, "history": history, "run_config": run_config,
-                        "world_size": world, "train_seconds": seconds_before + time.perf_counter() - t_start}, ckpt_path)
+                        "world_size": world, "runtime_path": runtime.path,
+                        "train_seconds": seconds_before + time.perf_counter() - t_start}, ckpt_path)
             finish_entry(out_dir, {"step": step}, [CHECKPOINT], CHECKPOINT_MANIFEST)
             log_attempt(time.perf_counter() - t_start)
         if world > 1: dist.barrier()
