@@ -38,9 +38,15 @@ class BackboneConfig:
         if self.arch not in ARCHS: raise ValueError(f"arch must be one of {sorted(ARCHS)}, got {self.arch!r}")
         if not (isinstance(self.width, (int, float)) and self.width > 0):
             raise ValueError(f"width must be a positive number, got {self.width!r}")
+        if round(64 * self.width) < 1:   # the narrowest stage has 64 channels at full width
+            raise ValueError(f"width {self.width!r} rounds the first stage's 64 channels to 0: the least width is {1 / 128 + 1e-9:.4f}")
 
     @property
-    def channels(self) -> list[int]: return [max(1, round(c * self.width)) for c in (64, 128, 256, 512)]
+    def channels(self) -> list[int]: return [round(c * self.width) for c in (64, 128, 256, 512)]
+    @property
+    def min_image_size(self) -> int:
+        "The smallest input the last stage still sees as one pixel: the network's total stride (32; 8 with the small stem)."
+        return 8 if self.small_stem else 32
     @property
     def feature_dim(self) -> int: return self.channels[-1] * ARCHS[self.arch][0].expansion
 

@@ -135,7 +135,7 @@ def model_config(name: str, profile: str | Profile = "cpu", seed: int = 0):
 
 def model_key(name: str, profile: str | Profile = "cpu", seed: int = 0, root=None) -> str:
     m, p = get_model(name), get_profile(profile)
-    return config_key({"zoo": ZOO_VERSION, "model": m.identity(), "config": asdict(model_config(name, p, seed)),
+    return config_key({"zoo": ZOO_VERSION, "model": m.identity(), "config": model_config(name, p, seed).identity(),
                        "n_train": p.n_train, "data": data_identity(p, root, m.data) if get_method(m.method).trains else None})
 
 def model_dir(name: str, profile: str | Profile = "cpu", seed: int = 0, root=None) -> Path:

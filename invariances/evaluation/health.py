@@ -88,7 +88,7 @@ def model_health(name: str, profile="cpu", seed: int = 0, root=None, runtime: Ru
 # %% ../../nbs/74_health.ipynb #8c9e02b8
 class KNNMonitor:
     """Online k-NN accuracy for `fit(..., on_checkpoint=monitor)`: `records` lists `{step, train_seconds,
-    train_cpu_seconds, threads, knn_accuracy}`; both clocks exclude the readouts' own time."""
+    train_cpu_seconds, threads, knn_accuracy, chance}`; both clocks exclude the readouts' own time."""
     def __init__(self, ref: ImageSet, test: ImageSet, k: int = 20, temperature: float = 0.07, runtime: Runtime | None = None):
         self.ref, self.test, self.k, self.temperature, self.runtime = ref, test, k, temperature, runtime
         self.records: list[dict] = []
@@ -105,7 +105,7 @@ class KNNMonitor:
         r = encoder_knn(encoder, self.ref, self.test, self.k, self.temperature, self.runtime)
         self.records.append({"step": int(step), "train_seconds": t - self._t0 - self._spent,
                              "train_cpu_seconds": c - self._c0 - self._cpu_spent, "threads": torch.get_num_threads(),
-                             "knn_accuracy": r.accuracy})
+                             "knn_accuracy": r.accuracy, "chance": r.chance})
         self._spent += time.perf_counter() - t
         self._cpu_spent += time.process_time() - c
 

@@ -16,6 +16,7 @@ import torch
 
 from .. import zoo
 from ..core import cache_dir, config_key, write_json
+from ..policies import get_policy
 from ..runtime import Runtime
 from ..store import CacheError, StaleEntry, begin_entry, check_entry, finish_entry, warn_damaged
 from .health import KNNMonitor, health_protocol, health_sets
@@ -23,9 +24,10 @@ from ..train.loop import fit
 from ..train.methods import get_method, method_config
 
 # %% auto #0
-__all__ = ['RECIPE_VERSION', 'RECIPE_MANIFEST', 'CLOCKS', 'TARGETS', 'compute_minutes', 'recipe_run', 'recipe_table',
-           'recipe_summary', 'choose_recipe', 'plot_recipe', 'recipe_entries', 'against_references', 'recipe_choice',
-           'budget_extrapolation', 'runtime_comparison']
+__all__ = ['RECIPE_VERSION', 'REFERENCE_METHODS', 'RECIPE_MANIFEST', 'GRID_KEYS', 'SCALE_FIELDS', 'CLOCKS', 'TARGETS',
+           'compute_minutes', 'recipe_run', 'grid_overrides', 'check_grid', 'scale_of', 'scale_name', 'reference_runs',
+           'entry_references', 'recipe_table', 'recipe_summary', 'choose_recipe', 'plot_recipe', 'recipe_entries',
+           'against_references', 'recipe_choice', 'budget_extrapolation', 'plot_frontier', 'runtime_comparison']
 
 # %% ../../nbs/76_recipe.ipynb #2ca733e3
 RECIPE_VERSION = 2   # bump when recipe_run's record changes meaning (2: compute minutes beside wall minutes)
@@ -33,6 +35,10 @@ RECIPE_VERSION = 2   # bump when recipe_run's record changes meaning (2: compute
 def compute_minutes(point: dict) -> float:
     "CPU minutes a `KNNMonitor` record spent training, per torch thread: its wall minutes with the cores to itself."
     return point["train_cpu_seconds"] / point["threads"] / 60
+
+# the methods a recipe run trains, with what each fixes: MoCo the policy the recipe is chosen for, the supervised
+# reference its zoo record's (crop and flip)
+REFERENCE_METHODS = {"moco": {"policy": "default"}, "supervised": {"policy": zoo.get_model("supervised").policy}}
 
 RECIPE_MANIFEST = "recipe.manifest.json"   # the record's digest, in the one cache's manifest format
 
@@ -53,9 +59,12 @@ def _cached_recipe(folder: Path, label: str) -> dict | None:
     return record
 
 def recipe_run(name: str, profile="cpu", overrides: dict | None = None, evaluations: int = 4, seed: int = 0,
-               root=None, runtime: Runtime | None = None, progress: bool = False, rerun: bool = False) -> dict:
+               root=None, runtime: Runtime | None = None, progress: bool = False, rerun: bool = False,
+               method: str = "moco") -> dict:
     """Train MoCo-v2 (Default policy) at `profile` with `overrides` and record held-out k-NN accuracy `evaluations`
     times (plus once untrained) on `runtime` (default: `Runtime.detect()`, the path training takes on this machine).
+    `method="supervised"` trains the supervised reference the same way (with its zoo record's policy), so that an
+    entry at another image size or width is compared with a reference trained at its own scale.
     Cached under `cache_dir('recipe')` by the config, the data, the readout and, unless fp32, the arithmetic path
     (bf16 rounds differently: its runs are separate records; `loss: fp32` since MoCo's logits stay fp32 under autocast,
     so records trained before are not reused); returns the record."""
@@ -65,12 +74,14 @@ def recipe_run(name: str, profile="cpu", overrides: dict | None = None, evaluati
     overrides = dict(overrides or {})
     if "policy" in overrides: raise ValueError("a recipe trains the Default policy; `policy` is not a recipe choice")
     if not isinstance(evaluations, int) or evaluations < 1: raise ValueError(f"evaluations must be an int >= 1, got {evaluations!r}")
-    cfg = method_config("moco", p, seed=seed, **overrides)
+    if method not in REFERENCE_METHODS: raise ValueError(f"method must be one of {list(REFERENCE_METHODS)}, got {method!r}")
+    cfg = method_config(method, p, seed=seed, **REFERENCE_METHODS[method], **overrides)
     scale = dataclasses.replace(p, image_size=cfg.image_size)     # the data at the recipe's image size
     protocol = {k: v for k, v in health_protocol(scale).items() if k != "linear"}   # the recipe reads out k-NN only
-    key = config_key({"recipe": RECIPE_VERSION, "config": asdict(cfg) | {"checkpoint_every": None},
+    key = config_key({"recipe": RECIPE_VERSION, "config": cfg.identity() | {"checkpoint_every": None},
                       "evaluations": evaluations, "n_train": p.n_train, "protocol": protocol,
-                      "data": zoo.data_identity(scale, root)} | ({"runtime": path, "loss": "fp32"} if path != "fp32" else {}))
+                      "data": zoo.data_identity(scale, root)} | ({"runtime": path, "loss": "fp32"} if path != "fp32" else {})
+                     | ({"method": method} if method != "moco" else {}))
     folder = cache_dir("recipe", f"{name}-{p.name}-{key}")
     record_path, label = folder / "recipe.json", f"recipe run {name!r} ({p.name}, seed {seed})"
     if not rerun and (record := _cached_recipe(folder, label)) is not None: return record
@@ -79,23 +90,88 @@ def recipe_run(name: str, profile="cpu", overrides: dict | None = None, evaluati
     cfg = dataclasses.replace(cfg, checkpoint_every=max(1, -(-cfg.total_steps(len(train_set)) // evaluations)))
     monitor = KNNMonitor(*health_sets(scale, root, protocol), protocol["k"], protocol["temperature"], runtime=runtime)
     torch.manual_seed(seed)
-    method = get_method("moco").method.build(cfg, train_set)
-    monitor(0, method); monitor.start()
+    model = get_method(method).method.build(cfg, train_set)
+    monitor(0, model); monitor.start()
     shutil.rmtree(folder / "run", ignore_errors=True)
-    out = fit(method, train_set, cfg, folder / "run", runtime=runtime, progress=progress, on_checkpoint=monitor)
+    out = fit(model, train_set, cfg, folder / "run", runtime=runtime, progress=progress, on_checkpoint=monitor)
     tail = out["history"][-50:]
-    record = {"name": name, "profile": p.name, "overrides": overrides, "config": asdict(cfg), "protocol": protocol, "runtime": path,
+    record = {"name": name, "method": method, "profile": p.name, "overrides": overrides, "config": asdict(cfg), "protocol": protocol, "runtime": path,
               "curve": monitor.records, "knn_accuracy": monitor.records[-1]["knn_accuracy"],
               "untrained_knn_accuracy": monitor.records[0]["knn_accuracy"],
               "train_minutes": monitor.records[-1]["train_seconds"] / 60,
               "compute_minutes": compute_minutes(monitor.records[-1]), "threads": monitor.records[-1]["threads"],
               "images_per_second": out["steps"] * cfg.batch_size / max(monitor.records[-1]["train_seconds"], 1e-9),
-              "final_loss": float(np.mean([h["loss"] for h in tail])), "chance_loss": cfg.chance_loss,
+              "final_loss": float(np.mean([h["loss"] for h in tail])), "chance_loss": getattr(cfg, "chance_loss", float("nan")),
               "final_contrastive_accuracy": float(np.mean([h.get("acc", np.nan) for h in tail]))}
     write_json(record_path, record)
     finish_entry(folder, {"recipe": label}, ["recipe.json"], RECIPE_MANIFEST)
     shutil.rmtree(folder / "run", ignore_errors=True)
     return record
+
+# %% ../../nbs/76_recipe.ipynb #3aac4950
+GRID_KEYS = ("evaluations", "seeds", "axis")   # an entry's keys that are not config fields
+SCALE_FIELDS = ("image_size", "width", "small_stem")   # what a reference must share with the entry it is compared with
+
+def grid_overrides(entry: Mapping) -> dict:
+    "The config overrides of a grid entry (its keys less `GRID_KEYS`)."
+    return {k: v for k, v in entry.items() if k not in GRID_KEYS}
+
+def check_grid(grid: Mapping[str, Mapping], profile="cpu", evaluations: int = 4) -> dict:
+    """Every entry of `grid` built into its MoCo config at `profile` before any run (name -> config); an entry that
+    cannot train raises a ValueError naming the entry and the value."""
+    p = zoo.get_profile(profile)
+    if not isinstance(grid, Mapping) or not grid: raise ValueError(f"grid must be a non-empty mapping of entry name -> overrides, got {grid!r}")
+    configs = {}
+    for name, entry in grid.items():
+        fail = lambda why: ValueError(f"grid entry {name!r}: {why}")
+        if not isinstance(entry, Mapping): raise fail(f"expected a mapping of overrides, got {entry!r}")
+        seeds, evals = entry.get("seeds", [0]), entry.get("evaluations", evaluations)
+        if not isinstance(seeds, (list, tuple)) or not seeds or not all(isinstance(s, int) for s in seeds) or len(set(seeds)) < len(seeds):
+            raise fail(f"seeds must be a list of distinct ints, got {seeds!r}")
+        if not isinstance(evals, int) or evals < 1: raise fail(f"evaluations must be an int >= 1, got {evals!r}")
+        overrides = grid_overrides(entry)
+        if "policy" in overrides: raise fail("a recipe trains the Default policy; `policy` is not a recipe choice")
+        try:
+            cfg = method_config("moco", p, **REFERENCE_METHODS["moco"], **overrides)
+            backbone = cfg.backbone                      # refuses a width that rounds a stage to no channels
+            get_policy(cfg.policy, cfg.image_size, cfg.crop_scale_min)
+        except (TypeError, ValueError) as e: raise fail(str(e)) from None
+        if cfg.image_size < backbone.min_image_size:
+            raise fail(f"image_size {cfg.image_size} is below the {'small' if cfg.small_stem else 'standard'} stem's total "
+                       f"stride {backbone.min_image_size}" + ("" if cfg.small_stem else " (small_stem: true takes 8 px and up)"))
+        if p.n_train is not None and cfg.batch_size > p.n_train:
+            raise fail(f"batch_size {cfg.batch_size} is larger than the training set of profile {p.name!r} ({p.n_train} images)")
+        configs[name] = cfg
+    return configs
+
+# %% ../../nbs/76_recipe.ipynb #2f303a97
+def scale_of(config) -> dict:
+    "The fields of `config` (a dataclass or a dict) that a reference must share with an entry: image size, width, stem."
+    d = config if isinstance(config, Mapping) else asdict(config)
+    return {k: d[k] for k in SCALE_FIELDS}
+
+def scale_name(scale: Mapping) -> str:
+    "A scale in words, e.g. '64 px, width 0.25' or '32 px, width 0.25, small stem'."
+    return f"{scale['image_size']} px, width {scale['width']:g}" + (", small stem" if scale["small_stem"] else "")
+
+def reference_runs(configs: Mapping, profile="cpu", evaluations: int = 4, seed: int = 0, root=None,
+                   runtime: Runtime | None = None, progress: bool = False) -> dict[str, dict]:
+    "The supervised reference trained at each distinct scale of `configs` (entry name -> config): scale name -> record."
+    scales = {scale_name(scale_of(c)): scale_of(c) for c in configs.values()}
+    return {name: recipe_run(f"supervised, {name}", profile, scale, evaluations, seed, root, runtime, progress,
+                             method="supervised") for name, scale in scales.items()}
+
+def entry_references(summary: list[dict], references: Mapping[str, dict]) -> pd.DataFrame:
+    """Per grid entry of `recipe_summary`: its scale, chance, its runs' untrained k-NN accuracy (mean over seeds) and
+    the supervised reference's at its scale (`references`: scale name -> record of `reference_runs`)."""
+    rows = []
+    for s in summary:
+        scale = scale_name(scale_of(s["config"]))
+        if scale not in references: raise ValueError(f"entry {s['name']!r}: no supervised reference at its scale ({scale}); have {list(references)}")
+        ref = references[scale]
+        rows.append({"run": s["name"], "scale": scale, "chance": ref["curve"][-1]["chance"],
+                     "random": s["untrained_knn_accuracy"], "supervised": ref["knn_accuracy"]})
+    return pd.DataFrame(rows).set_index("run")
 
 # %% ../../nbs/76_recipe.ipynb #fd72da0a
 def recipe_table(records: list[dict]) -> pd.DataFrame:
@@ -178,10 +254,17 @@ def recipe_entries(summary: list[dict]) -> pd.DataFrame:
                           "train_minutes": s["train_minutes"], "final_loss": s["final_loss"], "chance_loss": s["chance_loss"]}
                          for s in summary]).set_index("run")
 
-def against_references(entries: pd.DataFrame, chance: float, references: Mapping[str, float], budget_minutes: float,
-                       clock: str = "compute") -> pd.DataFrame:
-    "`entries` with each entry's margin over chance relative to each reference's (name -> k-NN accuracy), and the budget."
+def against_references(entries: pd.DataFrame, chance: float | None, references: Mapping[str, float] | pd.DataFrame,
+                       budget_minutes: float, clock: str = "compute") -> pd.DataFrame:
+    """`entries` with each entry's margin over chance relative to each reference's, and the budget. `references`: one
+    set for every entry (name -> k-NN accuracy, with `chance`), or per entry the frame of `entry_references` (its
+    scale's references and chance; `chance` is then None)."""
     out = entries[["seeds", "knn_accuracy", "knn_accuracy_std", "compute_minutes", "train_minutes"]].copy()
+    if isinstance(references, pd.DataFrame):
+        refs = references.reindex(out.index)
+        if refs["chance"].isna().any(): raise ValueError(f"no references for entries {list(out.index[refs['chance'].isna()])}")
+        out.insert(0, "scale", refs["scale"]); chance = refs["chance"]
+        references = {name: refs[name] for name in refs.columns if name in TARGETS}
     for name, acc in references.items(): out[f"margin / {_ref_label(name)} margin"] = (out.knn_accuracy - chance) / (acc - chance)
     out["within budget"] = out[_minutes_field(clock)] <= budget_minutes
     return out
@@ -213,6 +296,40 @@ def budget_extrapolation(summary: list[dict], chosen: dict, chance: float, super
     return out | {"k-NN accuracy per doubling of compute": slope, "target k-NN accuracy": goal,
                   "proposed minutes per model": float(2 ** ((goal - intercept) / slope)) if slope > 0 else float("inf"),
                   "budget minutes": budget_minutes}
+
+def plot_frontier(summary: list[dict], axis_of: Mapping[str, str], references: pd.DataFrame, budget_minutes: float,
+                  clock: str = "compute", base: str | None = None):
+    """Final k-NN accuracy (mean and std over seeds) against training minutes, one panel per recipe axis (`axis_of`:
+    entry name -> axis; entries without one are the base, drawn in every panel). Each point's supervised target
+    (chance + 0.6 x the supervised margin at its scale) is a short dash, the budget a vertical line, and the grey
+    steps the frontier of the whole grid: the best accuracy reached within each number of minutes."""
+    import matplotlib.pyplot as plt
+    field = _minutes_field(clock)
+    axes_names = list(dict.fromkeys(axis_of[s["name"]] for s in summary if axis_of.get(s["name"])))
+    bases = [s for s in summary if not axis_of.get(s["name"])] if base is None else [s for s in summary if s["name"] == base]
+    pts = sorted((s[field], s["knn_accuracy"]) for s in summary)
+    front = np.maximum.accumulate([a for _, a in pts])
+    ncols = min(3, max(1, len(axes_names)))
+    fig, axs = plt.subplots(-(-max(1, len(axes_names)) // ncols), ncols, figsize=(4.2 * ncols, 3.3 * -(-max(1, len(axes_names)) // ncols)),
+                            squeeze=False, sharey=True)
+    for ax, axis in zip(axs.flat, axes_names or ["grid"]):
+        ax.step([m for m, _ in pts], front, where="post", color="0.75", lw=3, zorder=0, label="frontier of the grid")
+        for s in bases + [s for s in summary if axis_of.get(s["name"]) == axis]:
+            ref = references.loc[s["name"]]
+            goal = ref["chance"] + TARGETS["supervised"] * (ref["supervised"] - ref["chance"])
+            is_base = not axis_of.get(s["name"])
+            err = s["knn_accuracy_std"] if np.isfinite(s["knn_accuracy_std"]) else None
+            line = ax.errorbar(s[field], s["knn_accuracy"], yerr=err, fmt="*" if is_base else "o", ms=10 if is_base else 6,
+                               capsize=2, color="k" if is_base else None)
+            ax.plot([s[field] * 0.92, s[field] * 1.08], [goal, goal], color=line[0].get_color(), lw=1.5, ls="--")
+            ax.annotate(s["name"], (s[field], s["knn_accuracy"]), textcoords="offset points", xytext=(4, 4), fontsize=7)
+        ax.axvline(budget_minutes, color="k", lw=0.8, alpha=0.5)
+        ax.set_xscale("log"); ax.set_title(axis, fontsize=9); ax.set_xlabel(f"{clock} minutes per model")
+    for ax in axs.flat[len(axes_names or ['grid']):]: ax.set_visible(False)
+    for row in axs: row[0].set_ylabel("held-out k-NN accuracy")
+    axs.flat[0].legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    return fig
 
 # %% ../../nbs/76_recipe.ipynb #b7e2a902
 def runtime_comparison(runs: dict[str, list[dict]], base: str) -> pd.DataFrame:

@@ -6,9 +6,9 @@
 from __future__ import annotations
 
 import datetime, json, math, os, random, time, warnings
-from dataclasses import dataclass, asdict
+from dataclasses import dataclass, asdict, fields
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import Callable, ClassVar, Mapping
 
 import numpy as np
 import torch
@@ -39,6 +39,14 @@ class LoopConfig:
     warmup_steps: int = 0
     seed: int = 0
     checkpoint_every: int = 50
+    # fields added after cache keys and checkpoints were first written: at their default they are left out of
+    # `identity()`, so every model, record and checkpoint from before keeps its key
+    LATE_FIELDS: ClassVar[tuple[str, ...]] = ()
+
+    def identity(self) -> dict:
+        "What names the run in cache keys and checkpoints: every field, less the `LATE_FIELDS` still at their default."
+        defaults = {f.name: f.default for f in fields(self)}
+        return {k: v for k, v in asdict(self).items() if not (k in self.LATE_FIELDS and v == defaults[k])}
 
     def total_steps(self, n_images: int) -> int:
         "Number of optimiser steps (`steps`, else `epochs` of full batches over `n_images`)."
@@ -180,7 +188,7 @@ def fit(method: nn.Module, train_set: ImageSet, config: LoopConfig, out_dir: str
     rank, world, _ = world_info()
     if config.batch_size % world: raise ValueError(f"batch_size {config.batch_size} is not divisible by {world} processes")
     out_dir = Path(out_dir); ckpt_path = out_dir / CHECKPOINT
-    run_config = dict(run_config or asdict(config)); run_config.pop("checkpoint_every", None)
+    run_config = dict(run_config or config.identity()); run_config.pop("checkpoint_every", None)
     total = config.total_steps(len(train_set))
     sampler = EpochSampler(len(train_set), config.batch_size, config.seed)
 

@@ -46,6 +46,8 @@ class EncoderConfig(LoopConfig):
     small_stem: bool = False
     image_size: int = IMAGENET_SIZE   # the papers' resolution; a profile sets its own
     policy: str = "default"  # the name of the training augmentation (`invariances.policies.get_policy`)
+    crop_scale_min: float | None = None   # the random resized crop's smallest area fraction (None: the policy's own)
+    LATE_FIELDS: ClassVar[tuple[str, ...]] = ("crop_scale_min",)
     SCALES: ClassVar[dict[str, dict]] = {}  # per profile name: this method's own hyper-parameters at that scale
 
     @property
@@ -70,7 +72,7 @@ class MethodBase(nn.Module):
             raise TypeError(f"{type(self).__name__} needs a {self.config_class.__name__}, got {type(config).__name__}")
         self.config = config
         # the one place a policy name becomes a policy; not a submodule: its tensors are not trained nor checkpointed
-        self.__dict__["policy"] = policy if policy is not None else get_policy(config.policy, config.image_size)
+        self.__dict__["policy"] = policy if policy is not None else get_policy(config.policy, config.image_size, config.crop_scale_min)
 
     @classmethod
     def build(cls, config: EncoderConfig, train_set: ImageSet | None = None, policy=None) -> "MethodBase":

@@ -72,7 +72,7 @@ def train_encoder(method: nn.Module, method_name: str, train_set: ImageSet, conf
                   on_checkpoint: Callable[[int, nn.Module], None] | None = None):
     "`fit` a built method (resumable in `out_dir`), save its `encoder()` to `out_dir/backbone.pt` (rank 0), return it."
     started = time.time()
-    run_config = {"method": method_name, **asdict(config)}
+    run_config = {"method": method_name, **config.identity()}
     out = fit(method, train_set, config, out_dir, run_config=run_config, runtime=runtime, progress=progress,
               on_checkpoint=on_checkpoint)
     enc = method.encoder()
