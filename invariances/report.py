@@ -5,7 +5,7 @@
 # %% ../nbs/81_report.ipynb #678647d9
 from __future__ import annotations
 
-import datetime, json, os, sys
+import datetime, io, json, os, sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,10 +18,11 @@ from .runs import table_markdown
 from .repro import load_batch, project_root
 
 # %% auto #0
-__all__ = ['CLAIM_KEYS', 'OPTIONAL_CLAIM_KEYS', 'RUN_STATUSES', 'USABLE', 'REBUILD_BEGIN', 'REBUILD_END', 'Claim', 'load_claims',
-           'ClaimResult', 'marks_mask', 'check_claim', 'load_paper_values', 'side_by_side', 'RunState', 'run_states',
-           'load_scoreboard', 'batch_runs', 'rebuild_table', 'scoreboard_section', 'committed_rebuild_table',
-           'update_rebuild_table', 'claim_outcome', 'claims_section', 'Report', 'build_report']
+__all__ = ['CLAIM_KEYS', 'OPTIONAL_CLAIM_KEYS', 'RUN_STATUSES', 'USABLE', 'REBUILD_BEGIN', 'REBUILD_END', 'BUDGET_MINUTES',
+           'CHECKS', 'Claim', 'load_claims', 'ClaimResult', 'marks_mask', 'check_claim', 'load_paper_values',
+           'side_by_side', 'RunState', 'run_states', 'load_scoreboard', 'batch_runs', 'rebuild_table',
+           'scoreboard_section', 'committed_rebuild_table', 'update_rebuild_table', 'cost_by_paper', 'plot_cost',
+           'claim_outcome', 'claims_section', 'Report', 'build_report']
 
 # %% ../nbs/81_report.ipynb #a5a5a0ab
 CLAIM_KEYS = {"id", "paper", "quote", "rule", "run", "table", "check", "rows", "columns", "expect",
@@ -311,6 +312,44 @@ def update_rebuild_table(root: str | os.PathLike | None = None) -> Path:
     write_text(path, nbformat.writes(nb) + "\n")
     return path
 
+# %% ../nbs/81_report.ipynb #62eb4c5e
+BUDGET_MINUTES = {"cpu": 120.0}   # batch -> the most minutes it may take from scratch (the main job: 2 hours on 2 cores)
+CHECKS = "checks (no paper table)"
+
+def cost_by_paper(runs: list[dict], board: list[dict]) -> pd.DataFrame:
+    """Minutes from scratch per paper: `runs` in batch order, each `{run, wall_min, train_s, train_s_in_run}` (the
+    run's wall minutes and its `cost.json`); a zoo model is counted at the first run that uses it."""
+    paper_of = {res["run"]: b["paper"] for b in board for res in b.get("results", []) if res.get("run")}
+    rows, seen = {}, set()
+    for r in runs:
+        paper = paper_of.get(r["run"], CHECKS)
+        row = rows.setdefault(paper, {"runs": [], "training (min)": 0.0, "evaluation (min)": 0.0})
+        row["runs"].append(r["run"])
+        row["training (min)"] += sum(s for m, s in r["train_s"].items() if m not in seen) / 60
+        seen |= set(r["train_s"])
+        row["evaluation (min)"] += r["wall_min"] - sum(r["train_s_in_run"].values()) / 60
+    out = pd.DataFrame.from_dict(rows, orient="index")
+    if out.empty: return out
+    out["runs"] = out["runs"].map(", ".join)
+    out["total (min)"] = out["training (min)"] + out["evaluation (min)"]
+    out.index.name = "paper"
+    return out
+
+def plot_cost(cost: pd.DataFrame, budget: float | None = None, title: str = ""):
+    "The minutes from scratch per paper as stacked bars (training, evaluation), with the batch's budget if it has one."
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(7, 0.5 + 0.45 * (len(cost) + 1)))
+    names = list(cost.index) + ["batch"]
+    train = list(cost["training (min)"]) + [cost["training (min)"].sum()]
+    evals = list(cost["evaluation (min)"]) + [cost["evaluation (min)"].sum()]
+    ax.barh(names, train, color="tab:blue", label="training")
+    ax.barh(names, evals, left=train, color="tab:orange", label="evaluation")
+    if budget: ax.axvline(budget, color="k", ls="--", lw=1, label=f"budget ({budget:.0f} min)")
+    ax.invert_yaxis(); ax.set_xlabel("minutes from scratch"); ax.legend(fontsize=8, loc="lower right")
+    if title: ax.set_title(title, fontsize=9)
+    fig.tight_layout()
+    return fig
+
 # %% ../nbs/81_report.ipynb #c1a1b2c6
 def claim_outcome(r: ClaimResult) -> str:
     "`held (15/18, needs 16)`, `**not held** (...)` or `not evaluated`: the fraction always beside the verdict."
@@ -383,7 +422,7 @@ def build_report(batch: str, root: str | os.PathLike | None = None, out: str | o
         head += [f"No `status.json` in `{runs_dir.name}/` (an older runner): runs with a completion marker are shown as "
                  "`done (status unknown)`.", ""]
     # runs and their cost (provenance and cost only of usable runs: a failed run's folder may hold an older result's)
-    rows, provs, wall_min, trained_here = [], {}, {}, 0.0
+    rows, provs, wall_min, trained_here, cost_runs = [], {}, {}, 0.0, []
     for r in b.runs:
         s = states[r.name]
         prov = _read_json(s.folder / "provenance.json") if s.usable else {}
@@ -392,6 +431,8 @@ def build_report(batch: str, root: str | os.PathLike | None = None, out: str | o
         if prov: provs[r.name] = prov
         if runner.get("wall_s") is not None: wall_min[r.name] = runner["wall_s"] / 60
         trained_here += sum(cost.get("train_s_in_run", {}).values()) / 60  # already part of this run's wall time
+        if r.name in wall_min: cost_runs.append({"run": r.name, "wall_min": wall_min[r.name], "train_s": cost.get("train_s", {}),
+                                                 "train_s_in_run": cost.get("train_s_in_run", {})})
         git = runner.get("git") or {}
         rows.append({"run": r.name, "notebook": r.notebook.name, "status": s.status,
                      "wall time (min)": round(wall_min[r.name], 1) if r.name in wall_min else np.nan,
@@ -410,6 +451,18 @@ def build_report(batch: str, root: str | os.PathLike | None = None, out: str | o
                   f"trained by an earlier run of the same configuration is loaded from the cache), so the batch from scratch "
                   f"costs about {wall - trained_here + train:.0f} min." +
                   (f" This invocation spent {invocation:.1f} min (`status.json`)." if has_status else ""), ""]
+    by_paper, budget = cost_by_paper(cost_runs, board), BUDGET_MINUTES.get(b.name)
+    if not by_paper.empty:   # each paper's share of the batch from scratch, and the budget it must stay within
+        total = by_paper["total (min)"].sum()
+        fig = plot_cost(by_paper, budget, f"batch {b.name}: minutes from scratch per paper")
+        dest = report_path.parent / "figures" / f"{b.name}-cost.png"
+        buf = io.BytesIO(); fig.savefig(buf, format="png", dpi=110); fig.clf(); write_bytes(dest, buf.getvalue())
+        cost_lines += ["### Minutes from scratch per paper", "",
+                       "Training: the zoo models the paper's runs use, each counted once at its first use; evaluation: the "
+                       "rest of the runs' wall time.", "", table_markdown(by_paper, ".1f"),
+                       f"From scratch the batch takes about {total:.0f} min" +
+                       (f" of its {budget:.0f}-minute budget: **{'within' if total <= budget else 'over'}**." if budget else "."), "",
+                       f"![minutes per paper]({dest.relative_to(report_path.parent).as_posix()})", ""]
     # claims: only on usable runs
     results = []
     for c in claims:
