@@ -5,10 +5,10 @@
 # %% ../nbs/04_profiles.ipynb #8aba9060
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 # %% auto #0
-__all__ = ['DEFAULT_IMAGE_SIZE', 'PROFILES', 'Profile', 'get_profile']
+__all__ = ['DEFAULT_IMAGE_SIZE', 'PROFILES', 'Profile', 'with_budget', 'get_profile']
 
 # %% ../nbs/04_profiles.ipynb #6480e24c
 DEFAULT_IMAGE_SIZE = 64   # the image size wherever nothing else sets one (augmentation demos, views): the embedded data's
@@ -28,9 +28,12 @@ class Profile:
     epochs: float = 1.0           # used when steps is None
     checkpoint_every: int = 50
     health_images: tuple[int, int] = (5000, 2000)   # (reference, held-out) images of the health readout
+    budget: float = 1.0           # every model's training steps (or epochs) times this: the same recipe trained longer
 
     def __post_init__(self):   # a profile read back from JSON (a job's argument) has a list here
         object.__setattr__(self, "health_images", tuple(self.health_images))
+        if not (isinstance(self.budget, (int, float)) and self.budget > 0):
+            raise ValueError(f"profile {self.name!r}: budget must be a positive number, got {self.budget!r}")
 
 PROFILES = {
     "smoke": Profile("smoke", "synthetic-objects", 512, 32, width=0.125, batch_size=32, steps=4, checkpoint_every=2,
@@ -39,6 +42,12 @@ PROFILES = {
     "real": Profile("real", "tiny-imagenet", None, 64, width=0.5, steps=500),   # nbs/experiments/cpu_recipe.ipynb, real batch
     "gpu": Profile("gpu", "imagenet", None, 224, arch="resnet50", batch_size=256, steps=None, epochs=200, checkpoint_every=1000),
 }
+
+def with_budget(profile: str | Profile, budget: float) -> Profile:
+    """`profile` with every model trained `budget` times as long (same recipe, same data; `budget=1` is the profile
+    itself). Its models are other zoo entries (their steps differ), so the profile's own models are never replaced."""
+    p = get_profile(profile)
+    return p if budget == p.budget else replace(p, budget=budget)
 
 def get_profile(profile: str | Profile) -> Profile:
     "A `Profile` by name (or the profile itself): where a notebook parameter or a command line names one."

@@ -5,7 +5,7 @@
 # %% ../nbs/81_report.ipynb #678647d9
 from __future__ import annotations
 
-import datetime, io, json, os, sys
+import dataclasses, datetime, io, json, os, sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -16,13 +16,15 @@ import yaml
 from .core import write_bytes, write_text
 from .runs import table_markdown
 from .repro import load_batch, project_root
+from .train.moco import MocoConfig
 
 # %% auto #0
 __all__ = ['CLAIM_KEYS', 'OPTIONAL_CLAIM_KEYS', 'RUN_STATUSES', 'USABLE', 'REBUILD_BEGIN', 'REBUILD_END', 'BUDGET_MINUTES',
            'CHECKS', 'Claim', 'load_claims', 'ClaimResult', 'marks_mask', 'check_claim', 'load_paper_values',
            'side_by_side', 'RunState', 'run_states', 'load_scoreboard', 'batch_runs', 'rebuild_table',
            'scoreboard_section', 'committed_rebuild_table', 'update_rebuild_table', 'cost_by_paper', 'plot_cost',
-           'claim_outcome', 'claims_section', 'Report', 'build_report']
+           'claim_outcome', 'claims_section', 'minutes_per_model', 'plot_claims_against_compute', 'Report',
+           'build_report']
 
 # %% ../nbs/81_report.ipynb #a5a5a0ab
 CLAIM_KEYS = {"id", "paper", "quote", "rule", "run", "table", "check", "rows", "columns", "expect",
@@ -359,7 +361,8 @@ def claim_outcome(r: ClaimResult) -> str:
 def claims_section(results: list[ClaimResult]) -> list[str]:
     "The report's claims: the paper's words, our rule, the verdict with its count, and the per-column outcome."
     held = sum(r.held is True for r in results); unevaluated = sum(r.held is None for r in results)
-    rows = [{"claim": r.claim.id, "the paper's words": f"{r.claim.paper}: “{r.claim.quote}”", "rule": r.claim.rule,
+    runs = {r.claim.run for r in results}   # several when a batch has variants of a run (the same experiment trained longer)
+    rows = [({"run": r.claim.run} if len(runs) > 1 else {}) | {"claim": r.claim.id, "the paper's words": f"{r.claim.paper}: “{r.claim.quote}”", "rule": r.claim.rule,
              "result": claim_outcome(r),
              "point estimates": f"{r.point_count}/{len(r.point)}" if r.claim.marks and r.point else "",
              "columns": (", ".join(f"{k} {'yes' if v else 'no'}" for k, v in r.passed.items()) if r.passed else r.detail)}
@@ -368,6 +371,34 @@ def claims_section(results: list[ClaimResult]) -> list[str]:
             (f" ({unevaluated} not evaluated)." if unevaluated else ".") + " A claim holds when at least the stated number of "
             "columns pass; where the paper's sentence rests on its significance marks, a column counts only when our "
             "Hoeffding test marks it too (the point-estimate count beside it).", "", table_markdown(pd.DataFrame(rows))]
+
+def minutes_per_model(training: pd.DataFrame | None) -> float:
+    """Mean training minutes per trained model of a run's `training` table: compute minutes where recorded, else the
+    minutes of one uninterrupted run (models with no steps, the untrained network, left out)."""
+    if training is None or "steps" not in training: return float("nan")
+    t = training[pd.to_numeric(training["steps"], errors="coerce") > 0]
+    minutes = pd.to_numeric(t.get("minutes, compute spent"), errors="coerce")
+    if minutes is None or minutes.isna().any(): minutes = pd.to_numeric(t.get("minutes, one uninterrupted run"), errors="coerce")
+    return float(minutes.mean()) if minutes is not None and len(minutes) else float("nan")
+
+def plot_claims_against_compute(points: list[dict], title: str = ""):
+    """Left: the fraction of a run's claims that held against its training minutes per model; right: each model's
+    held-out k-NN accuracy. `points`: per run `{run, minutes, held, evaluated, knn: {model: accuracy}}`."""
+    import matplotlib.pyplot as plt
+    pts = sorted((p for p in points if np.isfinite(p["minutes"]) and p["evaluated"]), key=lambda p: p["minutes"])
+    fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.6))
+    a.plot([p["minutes"] for p in pts], [p["held"] / p["evaluated"] for p in pts], "o-", color="k")
+    for p in pts: a.annotate(f'{p["run"]}: {p["held"]}/{p["evaluated"]}', (p["minutes"], p["held"] / p["evaluated"]),
+                             textcoords="offset points", xytext=(4, 4), fontsize=7)
+    a.set_ylim(-0.05, 1.05); a.set_ylabel("claims held (fraction)")
+    for model in dict.fromkeys(m for p in pts for m in p["knn"]):
+        xs = [(p["minutes"], p["knn"][model]) for p in pts if model in p["knn"]]
+        b.plot(*zip(*xs), "o-", label=model, ms=4)
+    b.set_ylabel("held-out k-NN accuracy"); b.legend(fontsize=7)
+    for ax in (a, b): ax.set_xscale("log"); ax.set_xlabel("training minutes per model")
+    if title: fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    return fig
 
 # %% ../nbs/81_report.ipynb #48d66df6
 @dataclass
@@ -415,6 +446,9 @@ def build_report(batch: str, root: str | os.PathLike | None = None, out: str | o
             f"Generated {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC by `invariances-repro {b.name}`. "
             "Every number below was computed by the batch; none is typed in. Only runs that finished, with the result the "
             "batch vouched for, show numbers.", ""]
+    for profile in dict.fromkeys(r.parameters["profile"] for r in b.runs if isinstance(r.parameters.get("profile"), str)):
+        head += [f"The `{profile}` profile's MoCo recipe: {MocoConfig.RECIPE_SOURCES.get(profile, 'where it was chosen is not recorded')} "
+                 "(`MocoConfig.RECIPE_SOURCES`).", ""]
     if not computed:
         head += [f"**This batch computed nothing**: no run finished ({', '.join(f'`{n}` {states[n].status}' for n in names)}). "
                  f"This report was written beside the last one, which is left as it was.", ""]
@@ -464,22 +498,44 @@ def build_report(batch: str, root: str | os.PathLike | None = None, out: str | o
                        (f" of its {budget:.0f}-minute budget: **{'within' if total <= budget else 'over'}**." if budget else "."), "",
                        f"![minutes per paper]({dest.relative_to(report_path.parent).as_posix()})", ""]
     # claims: only on usable runs
+    # a claim of run X is checked on X and on every run of the batch that is a variant of X (trained longer, ...)
+    runs_of = lambda run: [r.name for r in b.runs if run in (r.name, r.variant_of)]
     results = []
-    for c in claims:
-        if c.run not in names: continue
-        if not states[c.run].usable:
-            results.append(ClaimResult(c, None, detail=f"run `{c.run}` {states[c.run].status}: not evaluated")); continue
-        d = states[c.run].folder
-        results.append(check_claim(c, _read_table(d, c.table), _read_table(d, c.marks) if c.marks else None))
+    for claim in claims:
+        for run in runs_of(claim.run):
+            c = claim if run == claim.run else dataclasses.replace(claim, run=run)
+            if not states[run].usable:
+                results.append(ClaimResult(c, None, detail=f"run `{run}` {states[run].status}: not evaluated")); continue
+            d = states[run].folder
+            results.append(check_claim(c, _read_table(d, c.table), _read_table(d, c.marks) if c.marks else None))
     cost = (f"The batch's cost: {wall:.1f} min of wall time for the results shown, about {wall - trained_here + train:.0f} min "
             f"from scratch with every zoo model trained" + (f"; this invocation spent {invocation:.1f} min" if has_status else "") + ".")
     lines = head + (scoreboard_section(board, states, results, wall_min) + [cost, ""] if board else []) + cost_lines
     if results: lines += claims_section(results)
+    if any(r.variant_of for r in b.runs) and results:   # the same claims at several budgets: held against compute
+        points = []
+        for run in dict.fromkeys(r.claim.run for r in results):
+            if not states[run].usable: continue
+            mine = [r for r in results if r.claim.run == run and r.held is not None]
+            training = _read_table(states[run].folder, "training")
+            knn = training["k-NN accuracy (held out)"].dropna().to_dict() if training is not None and "k-NN accuracy (held out)" in training else {}
+            points.append({"run": run, "minutes": minutes_per_model(training), "held": sum(r.held for r in mine),
+                           "evaluated": len(mine), "knn": knn})
+        if points:
+            fig = plot_claims_against_compute(points, f"batch {b.name}: the same claims at each run's training budget")
+            dest = report_path.parent / "figures" / f"{b.name}-claims-against-compute.png"
+            buf = io.BytesIO(); fig.savefig(buf, format="png", dpi=110); fig.clf(); write_bytes(dest, buf.getvalue())
+            lines += ["## Claims against compute", "", "Each run's claims held (of those evaluated) and each model's held-out "
+                      "k-NN accuracy against the run's mean training minutes per model.", "",
+                      table_markdown(pd.DataFrame(points).assign(knn=lambda t: t.knn.map(
+                          lambda d: ", ".join(f"{k} {v:.3f}" for k, v in d.items()))).set_index("run"), ".2f"),
+                      f"![claims against compute]({dest.relative_to(report_path.parent).as_posix()})", ""]
     # our numbers beside the paper's; one section in place of each unusable run's tables and figures
     told = set()
+    comps = [comp if run == comp["run"] else {**comp, "run": run, "title": f"{comp['title']} (run {run})"}
+             for comp in comps for run in runs_of(comp["run"])]
     for comp in comps:
         run = comp["run"]
-        if run not in names: continue
         s = states[run]
         if not s.usable:
             if run not in told:

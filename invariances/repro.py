@@ -18,11 +18,11 @@ from .core import PROGRESS_ENV, data_root, git_info, in_ci, tree_digest, write_j
 from .runs import table_markdown
 
 # %% auto #0
-__all__ = ['PROGRESS_FILE', 'PROGRESS_POLL_S', 'PLAIN_EVERY_S', 'STATUS', 'project_root', 'library_digest', 'RunSpec', 'Batch',
-           'load_batch', 'declared_parameters', 'declared_type', 'type_allows', 'check_parameters', 'parameter_errors',
-           'data_digests', 'missing_data', 'run_key', 'RunResult', 'failed_folder', 'remove_folder', 'replace_folder',
-           'clean_leftovers', 'progress_text', 'LiveLine', 'live_line', 'watch_progress', 'execute_run', 'read_status',
-           'summary_markdown', 'run_batch']
+__all__ = ['RUN_KEYS', 'PROGRESS_FILE', 'PROGRESS_POLL_S', 'PLAIN_EVERY_S', 'STATUS', 'project_root', 'library_digest', 'RunSpec',
+           'Batch', 'load_batch', 'declared_parameters', 'declared_type', 'type_allows', 'check_parameters',
+           'parameter_errors', 'data_digests', 'missing_data', 'run_key', 'RunResult', 'failed_folder', 'remove_folder',
+           'replace_folder', 'clean_leftovers', 'progress_text', 'LiveLine', 'live_line', 'watch_progress',
+           'execute_run', 'read_status', 'summary_markdown', 'run_batch']
 
 # %% ../nbs/80_repro.ipynb #a9b9468f
 def project_root(start: str | os.PathLike | None = None) -> Path:
@@ -49,6 +49,7 @@ class RunSpec:
     notebook: Path
     parameters: dict = field(default_factory=dict)
     data: list = field(default_factory=list)
+    variant_of: str | None = None   # the run whose claims and comparisons this one shares (the same experiment, e.g. trained longer)
 
 @dataclass
 class Batch:
@@ -57,6 +58,7 @@ class Batch:
     runs: list[RunSpec]
     path: Path
 
+RUN_KEYS = {"name", "notebook", "parameters", "data", "variant_of"}   # what a batch file may say of a run
 _RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")   # a run's name is its folder's name
 
 def load_batch(name_or_path: str | os.PathLike, root: Path | None = None) -> Batch:
@@ -77,16 +79,18 @@ def load_batch(name_or_path: str | os.PathLike, root: Path | None = None) -> Bat
     for i, r in enumerate(spec.get("runs") or []):
         if not isinstance(r, dict) or "name" not in r or "notebook" not in r:
             raise ValueError(f"{p}: run #{i} needs `name` and `notebook`, got {r!r}")
-        if set(r) - {"name", "notebook", "parameters", "data"}:
-            raise ValueError(f"{p}: run {r['name']!r} has unknown keys {sorted(set(r) - {'name', 'notebook', 'parameters', 'data'})}")
+        if set(r) - RUN_KEYS: raise ValueError(f"{p}: run {r['name']!r} has unknown keys {sorted(set(r) - RUN_KEYS)}")
         if not isinstance(r["name"], str) or not _RUN_NAME.fullmatch(r["name"]) or r["name"].endswith(".failed"):
             raise ValueError(f"{p}: run name {r['name']!r} is not a folder name (letters, digits, `.`, `_`, `-`; "
                              "not ending in `.failed`)")
         if r["name"] in seen: raise ValueError(f"{p}: run name {r['name']!r} appears twice")
+        variant = r.get("variant_of")
+        if variant is not None and (not isinstance(variant, str) or not _RUN_NAME.fullmatch(variant) or variant == r["name"]):
+            raise ValueError(f"{p}: run {r['name']!r}: variant_of must name another run, got {variant!r}")
         seen.add(r["name"])
         nb = root / "nbs" / "experiments" / r["notebook"]
         if not nb.is_file(): raise FileNotFoundError(f"{p}: run {r['name']!r}: notebook {nb} not found")
-        runs.append(RunSpec(r["name"], nb, {**shared, **(r.get("parameters") or {})}, list(r.get("data") or [])))
+        runs.append(RunSpec(r["name"], nb, {**shared, **(r.get("parameters") or {})}, list(r.get("data") or []), variant))
     return Batch(p.stem, spec.get("description", ""), runs, p)
 
 # %% ../nbs/80_repro.ipynb #ecb5e4c6

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json, time
 
+import pandas as pd
 import torch
 
 from .. import zoo
@@ -19,8 +20,8 @@ from .readouts import KNNResult, knn_accuracy
 from ..features import extract_features
 
 # %% auto #0
-__all__ = ['HEALTH_MANIFEST', 'health_protocol', 'health_sets', 'encoder_knn', 'model_health', 'KNNMonitor', 'colour_histograms',
-           'colour_shortcut']
+__all__ = ['HEALTH_MANIFEST', 'TARGETS', 'health_protocol', 'health_sets', 'encoder_knn', 'margin_ratio', 'model_health',
+           'KNNMonitor', 'colour_histograms', 'colour_shortcut']
 
 # %% ../../nbs/74_health.ipynb #43cdb28e
 def health_protocol(profile, k: int = 20, temperature: float = 0.07) -> dict:
@@ -61,6 +62,14 @@ def _cached_health(folder, protocol: dict, weights: str, info: dict, label: str)
     if not isinstance(record, dict) or record.get("protocol") != protocol: return None
     finish_entry(folder, {**info, "protocol": protocol, "weights": weights}, ["health.json"], HEALTH_MANIFEST)
     return record
+
+# the project's targets for a self-supervised model: its k-NN margin over chance at least this many times the reference
+# model's margin (the untrained network's: it learned something; the supervised model's: it learned a fair part of it)
+TARGETS = {"random": 1.5, "supervised": 0.6}
+
+def margin_ratio(accuracy: float, reference: float, chance: float) -> float:
+    "A model's k-NN margin over chance as a multiple of a reference model's margin."
+    return (accuracy - chance) / (reference - chance)
 
 def model_health(name: str, profile="cpu", seed: int = 0, root=None, runtime: Runtime | None = None,
                  k: int = 20, temperature: float = 0.07) -> dict:
@@ -120,7 +129,7 @@ def colour_histograms(x: torch.Tensor, bins: int = 8) -> torch.Tensor:
     return (h / code.shape[1]).sqrt()
 
 def colour_shortcut(profile="cpu", policies=("spatial", "default"), batch: int = 256, batches: int = 4,
-                    bins: int = 8, seed: int = 0, root=None) -> "pd.DataFrame":
+                    bins: int = 8, seed: int = 0, root=None) -> pd.DataFrame:
     """How far colour statistics alone go on `profile`'s held-out images (the health protocol's sets), one row per policy:
     `instance_accuracy`, the share of images whose second view's histogram is the most similar to their first view's
     among `batch` images (MoCo's task, posed to a histogram; mean over `batches` disjoint batches; chance 1/batch), and

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses, json, shutil
 from dataclasses import asdict
+from pathlib import Path
 
 from typing import Mapping
 
@@ -19,15 +20,15 @@ from ..core import cache_dir, config_key, write_json
 from ..policies import get_policy
 from ..runtime import Runtime
 from ..store import CacheError, StaleEntry, begin_entry, check_entry, finish_entry, warn_damaged
-from .health import KNNMonitor, health_protocol, health_sets
+from .health import TARGETS, KNNMonitor, health_protocol, health_sets
 from ..train.loop import fit
 from ..train.methods import get_method, method_config
 
 # %% auto #0
-__all__ = ['RECIPE_VERSION', 'REFERENCE_METHODS', 'RECIPE_MANIFEST', 'GRID_KEYS', 'SCALE_FIELDS', 'CLOCKS', 'TARGETS',
-           'compute_minutes', 'recipe_run', 'grid_overrides', 'check_grid', 'scale_of', 'scale_name', 'reference_runs',
-           'entry_references', 'recipe_table', 'recipe_summary', 'choose_recipe', 'plot_recipe', 'recipe_entries',
-           'against_references', 'recipe_choice', 'budget_extrapolation', 'plot_frontier', 'runtime_comparison']
+__all__ = ['RECIPE_VERSION', 'REFERENCE_METHODS', 'RECIPE_MANIFEST', 'GRID_KEYS', 'SCALE_FIELDS', 'CLOCKS', 'compute_minutes',
+           'recipe_run', 'grid_overrides', 'check_grid', 'scale_of', 'scale_name', 'reference_runs', 'entry_references',
+           'recipe_table', 'recipe_summary', 'choose_recipe', 'plot_recipe', 'recipe_entries', 'against_references',
+           'recipe_choice', 'budget_extrapolation', 'plot_frontier', 'runtime_comparison']
 
 # %% ../../nbs/76_recipe.ipynb #2ca733e3
 RECIPE_VERSION = 2   # bump when recipe_run's record changes meaning (2: compute minutes beside wall minutes)
@@ -243,8 +244,6 @@ def plot_recipe(records: list[dict], references: dict[str, float] | None = None,
     return ax
 
 # %% ../../nbs/76_recipe.ipynb #a1aaf1cc
-TARGETS = {"random": 1.5, "supervised": 0.6}   # reference zoo model -> the least margin ratio the target asks for
-
 def _ref_label(name: str) -> str: return "untrained" if name == "random" else name
 
 def recipe_entries(summary: list[dict]) -> pd.DataFrame:

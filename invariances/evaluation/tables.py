@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from .. import zoo
+from .health import TARGETS, margin_ratio
 
 # %% auto #0
 __all__ = ['paper_layout', 'Table2', 'table2', 'plot_invariance_profiles', 'plot_table2', 'training_table']
@@ -107,7 +108,8 @@ def plot_table2(t2: Table2, title: str = ""):
 def training_table(records: Mapping[str, dict], profile, seed: int = 0, labels: Mapping[str, str] | None = None,
                    health: Mapping[str, dict] | None = None) -> pd.DataFrame:
     """One row per zoo model of `records` (name -> `zoo.training_record`, `{}` if none): how it trained at `profile`;
-    with `health` (name -> `evaluation.health.model_health`), its k-NN accuracy on held-out data and chance."""
+    with `health` (name -> `evaluation.health.model_health`), its k-NN accuracy on held-out data and chance, and for
+    every model but the references its margin over chance against theirs (`evaluation.health.TARGETS`)."""
     def chance(name): return getattr(zoo.model_config(name, profile, seed), "chance_loss", np.nan)
     health, labels = health or {}, zoo.labels() if labels is None else labels
     rows = []
@@ -121,5 +123,9 @@ def training_table(records: Mapping[str, dict], profile, seed: int = 0, labels: 
         if health: row |= {"k-NN accuracy (held out)": health.get(name, {}).get("knn_accuracy", np.nan),
                            "linear accuracy (held out)": health.get(name, {}).get("linear_accuracy", np.nan),
                            "chance (held out)": health.get(name, {}).get("chance", np.nan)}
+        for ref, least in TARGETS.items():   # the margins the project's targets ask of a self-supervised model
+            if name in health and ref in health and name not in TARGETS:
+                row[f"k-NN margin / {'untrained' if ref == 'random' else ref} margin (target >= {least})"] = margin_ratio(
+                    health[name]["knn_accuracy"], health[ref]["knn_accuracy"], health[name]["chance"])
         rows.append(row)
     return pd.DataFrame(rows).set_index("model")

@@ -55,11 +55,16 @@ class EncoderConfig(LoopConfig):
 
     @classmethod
     def from_profile(cls, profile: Profile, **overrides):
-        "The config at `profile`'s scale: the profile's fields, then `cls.SCALES[profile.name]`, then `overrides`."
+        """The config at `profile`'s scale: the profile's fields, then `cls.SCALES[profile.name]`, the steps (or epochs)
+        times `profile.budget`, then `overrides`."""
         names = {f.name for f in fields(cls)}
         unknown = sorted(set(overrides) - names)
         if unknown: raise TypeError(f"{cls.__name__} has no field(s) {unknown}")
-        return cls(**({k: getattr(profile, k) for k in _FROM_PROFILE} | cls.SCALES.get(profile.name, {}) | overrides))
+        base = {k: getattr(profile, k) for k in _FROM_PROFILE} | cls.SCALES.get(profile.name, {})
+        if profile.budget != 1:   # the same recipe trained longer (or shorter): the steps, or the epochs, scaled
+            if base["steps"] is not None: base["steps"] = max(1, round(base["steps"] * profile.budget))
+            base["epochs"] = base["epochs"] * profile.budget
+        return cls(**(base | overrides))
 
 # %% ../../nbs/51_method.ipynb #1cd4decd
 class MethodBase(nn.Module):
