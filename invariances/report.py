@@ -320,11 +320,12 @@ CHECKS = "checks (no paper table)"
 
 def cost_by_paper(runs: list[dict], board: list[dict]) -> pd.DataFrame:
     """Minutes from scratch per paper: `runs` in batch order, each `{run, wall_min, train_s, train_s_in_run}` (the
-    run's wall minutes and its `cost.json`); a zoo model is counted at the first run that uses it."""
+    run's wall minutes and its `cost.json`; `variant_of` where it has one); a zoo model is counted at the first run
+    that uses it."""
     paper_of = {res["run"]: b["paper"] for b in board for res in b.get("results", []) if res.get("run")}
     rows, seen = {}, set()
     for r in runs:
-        paper = paper_of.get(r["run"], CHECKS)
+        paper = paper_of.get(r["run"]) or paper_of.get(r.get("variant_of")) or CHECKS   # a variant: its original's paper
         row = rows.setdefault(paper, {"runs": [], "training (min)": 0.0, "evaluation (min)": 0.0})
         row["runs"].append(r["run"])
         row["training (min)"] += sum(s for m, s in r["train_s"].items() if m not in seen) / 60
@@ -466,7 +467,7 @@ def build_report(batch: str, root: str | os.PathLike | None = None, out: str | o
         if runner.get("wall_s") is not None: wall_min[r.name] = runner["wall_s"] / 60
         trained_here += sum(cost.get("train_s_in_run", {}).values()) / 60  # already part of this run's wall time
         if r.name in wall_min: cost_runs.append({"run": r.name, "wall_min": wall_min[r.name], "train_s": cost.get("train_s", {}),
-                                                 "train_s_in_run": cost.get("train_s_in_run", {})})
+                                                 "train_s_in_run": cost.get("train_s_in_run", {}), "variant_of": r.variant_of})
         git = runner.get("git") or {}
         rows.append({"run": r.name, "notebook": r.notebook.name, "status": s.status,
                      "wall time (min)": round(wall_min[r.name], 1) if r.name in wall_min else np.nan,

@@ -4,6 +4,7 @@ its threshold is the paper's own count (less one when the sentence hedges), and 
 import os, re
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
@@ -236,3 +237,46 @@ def test_committed_report_builds_only_what_the_batches_build():
         assert cell == "-" or built, f"REPORT.md lists {cell!r} as built for {p['paper']}: not a result of the scoreboard"
         for r in built:
             assert r.get("run") in cpu, f"REPORT.md says {p['paper']} {r['name']} was built by the cpu batch, whose runs are {cpu}"
+
+
+def test_variants_share_the_claims_and_the_report_plots_them_against_compute(tmp_path):
+    """A run that is a `variant_of` another (the same experiment trained longer) has the other's claims checked on its
+    own tables, its comparisons shown under its name, and the report plots claims held against training minutes; the
+    cost is split by paper with the main job's budget."""
+    import json
+    from invariances.report import build_report
+    root = _project(tmp_path, runs=("ericsson-table2", "ericsson-table2-4x"))
+    spec = yaml.safe_load((root / "repro/batches/t.yaml").read_text())
+    spec["runs"][1] |= {"notebook": "ericsson_table2.ipynb", "variant_of": "ericsson-table2"}
+    (root / "repro/batches/t.yaml").write_text(yaml.safe_dump(spec))
+    for name, minutes, hue in [("ericsson-table2", 2.0, 0.123), ("ericsson-table2-4x", 8.0, 1.0)]:
+        d = root / "repro/runs/t" / name
+        _table2_folder(d, value=hue)       # 4x: Spatial's hue similarity 1.0, above Appearance's 0.99: a column lost
+        pd.DataFrame({"model": ["random", "default"], "steps": [0, 500], "minutes, compute spent": [np.nan, minutes],
+                      "k-NN accuracy (held out)": [0.2, 0.3 if minutes < 4 else 0.4]}).set_index("model").to_csv(d / "training.csv")
+    _status(root / "repro/runs/t", **{"ericsson-table2": ("ok", "k1", ""), "ericsson-table2-4x": ("ok", "k1", "")})
+    text = build_report("t", root, root / "REPORT.md").text
+    sim_claims = [c for c in CLAIMS if c.table == "similarity"]
+    for run in ("ericsson-table2", "ericsson-table2-4x"):       # each claim once per run, named by its run
+        assert sum(l.startswith(f"| {run} | ") for l in text.splitlines()) >= len(CLAIMS)
+    assert "## Similarity (run ericsson-table2-4x)" in text and "1.00 (0.42)" in text
+    assert "## Claims against compute" in text and (root / "figures/t-claims-against-compute.png").is_file()
+    row4 = next(l for l in text.splitlines() if l.startswith("| ericsson-table2-4x | 8.00 |"))
+    row1 = next(l for l in text.splitlines() if l.startswith("| ericsson-table2 | 2.00 |"))
+    assert "default 0.400" in row4 and "default 0.300" in row1
+    held = lambda row: int(row.split("|")[3])
+    assert held(row4) < held(row1) and int(row1.split("|")[4]) == len(sim_claims)
+    # minutes per paper: both runs build Ericsson et al. Table 2; the zoo model they share is counted once
+    assert "### Minutes from scratch per paper" in text and (root / "figures/t-cost.png").is_file()
+    paper = next(l for l in text.splitlines() if l.startswith("| Ericsson, Gouk & Hospedales 2022 | ericsson-table2, ericsson-table2-4x |"))
+    assert paper.split("|")[3].strip() == "10.0"                      # moco-default's 600 s, once
+
+
+def test_readme_says_where_each_recipe_was_chosen():
+    """The README names the batch, run and date that chose each profile's MoCo recipe, word for word as
+    `MocoConfig.RECIPE_SOURCES` has it (the reports print the same line)."""
+    from invariances.train.moco import MocoConfig
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    for profile in ("cpu", "real"):
+        assert " ".join(MocoConfig.RECIPE_SOURCES[profile].split()) in readme, (
+            f"README.md does not say where the {profile!r} recipe was chosen: copy MocoConfig.RECIPE_SOURCES[{profile!r}] into nbs/index.ipynb")

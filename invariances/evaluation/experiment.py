@@ -49,9 +49,11 @@ class Experiment:
             cached = zoo.is_cached(name, self.profile, self.seed, self.data_root)
             encoders[name] = zoo.get(name, self.profile, self.seed, self.data_root, runtime=self.runtime, progress=progress)
             self.records[name] = zoo.training_record(name, self.profile, self.seed, self.data_root) or {}
-            self.train_s[name] = self.records[name].get("train_seconds", 0.0)
-            if not cached: self.train_s_in_run[name] = self.train_s[name]
-            print(f"{name:18s} trained in {self.train_s[name] / 60:.1f} min{' (cached)' if cached else ''}")
+            # the cost names the model as the zoo keys it: at another budget it is another model (cost_by_paper counts each once)
+            cost_name = name if self.profile.budget == 1 else f"{name} ({self.profile.budget:g}x budget)"
+            self.train_s[cost_name] = self.records[name].get("train_seconds", 0.0)
+            if not cached: self.train_s_in_run[cost_name] = self.train_s[cost_name]
+            print(f"{name:18s} trained in {self.train_s[cost_name] / 60:.1f} min{' (cached)' if cached else ''}")
         if health:
             for name in names: self.health[name] = model_health(name, self.profile, self.seed, self.data_root, self.runtime)
         self.training = training_table({n: self.records[n] for n in names}, self.profile, self.seed,
