@@ -316,7 +316,7 @@ def _looc(name, size, augs):
 
 def get_policy(name: str, size: int = DEFAULT_IMAGE_SIZE, crop_scale_min: float | None = None) -> Policy:
     """The named training policy at output resolution `size` (see the table above); `crop_scale_min` replaces the
-    smallest area fraction of its random resized crop (None: the policy's own, 0.2 for MoCo-v2's)."""
+    smallest area fraction of its random resized crop where it has one (None: the policy's own, 0.2 for MoCo-v2's)."""
     if not isinstance(name, str): raise TypeError(f"policy name must be a str, got {type(name).__name__}")
     if name == "default":
         p = Policy(name, size, [RandomResizedCrop((0.2, 1.0)), ColorJitter(0.4, 0.4, 0.4, 0.1, p=0.8), RandomGrayscale(0.2),
@@ -332,9 +332,9 @@ def get_policy(name: str, size: int = DEFAULT_IMAGE_SIZE, crop_scale_min: float 
     else:
         raise ValueError(f"unknown policy {name!r}; choose from {POLICIES} or looc_/moco_ + '_'.join(subset of {LOOC_AUGS})")
     p.looc_augs = getattr(p, "looc_augs", ())
-    if crop_scale_min is not None:
-        if "crop" not in p.names: raise ValueError(f"policy {name!r} has no random crop: crop_scale_min={crop_scale_min!r} cannot apply")
-        p["crop"].scale = _check_range((crop_scale_min, 1.0), "crop_scale_min", 0.0, 1.0, lo_open=True)
+    if crop_scale_min is not None:   # a recipe's choice for every policy of a profile: a policy without a crop keeps none
+        scale = _check_range((crop_scale_min, 1.0), "crop_scale_min", 0.0, 1.0, lo_open=True)
+        if "crop" in p.names: p["crop"].scale = scale
     return p
 
 POLICIES = ("default", "spatial", "appearance", "pirl", "looc_color", "looc_rotation", "looc_texture",

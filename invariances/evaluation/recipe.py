@@ -303,6 +303,7 @@ def plot_frontier(summary: list[dict], axis_of: Mapping[str, str], references: p
     (chance + 0.6 x the supervised margin at its scale) is a short dash, the budget a vertical line, and the grey
     steps the frontier of the whole grid: the best accuracy reached within each number of minutes."""
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import FormatStrFormatter
     field = _minutes_field(clock)
     axes_names = list(dict.fromkeys(axis_of[s["name"]] for s in summary if axis_of.get(s["name"])))
     bases = [s for s in summary if not axis_of.get(s["name"])] if base is None else [s for s in summary if s["name"] == base]
@@ -324,6 +325,7 @@ def plot_frontier(summary: list[dict], axis_of: Mapping[str, str], references: p
             ax.annotate(s["name"], (s[field], s["knn_accuracy"]), textcoords="offset points", xytext=(4, 4), fontsize=7)
         ax.axvline(budget_minutes, color="k", lw=0.8, alpha=0.5)
         ax.set_xscale("log"); ax.set_title(axis, fontsize=9); ax.set_xlabel(f"{clock} minutes per model")
+        ax.xaxis.set_major_formatter(FormatStrFormatter("%g")); ax.xaxis.set_minor_formatter(FormatStrFormatter("%g"))
     for ax in axs.flat[len(axes_names or ['grid']):]: ax.set_visible(False)
     for row in axs: row[0].set_ylabel("held-out k-NN accuracy")
     axs.flat[0].legend(fontsize=7, loc="lower right")
