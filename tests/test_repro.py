@@ -119,4 +119,5 @@ def test_batch_killed_halfway_finishes_without_redoing(project):
     assert (out(project, "b", "first") / "out.json").stat().st_mtime_ns == first_stamp
     assert (out(project, "b", "second") / ".done.json").is_file()
     assert sorted(p.name for p in (project / "repro" / "runs" / "b").iterdir()) == [
-        ".lock", "REPORT.md", "SUMMARY.md", "first", "second", "status.json"]   # the killed run's folder is gone
+        ".lock", "REPORT.md", "SUMMARY.md", "figures", "first", "second", "status.json"]   # the killed run's folder is gone
+    # (figures/: the report's minutes-per-paper figure, beside REPORT.md)
