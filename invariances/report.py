@@ -429,6 +429,11 @@ def _number_or_text(v):
 def _read_json(p: Path) -> dict:
     return json.loads(p.read_text()) if p.is_file() else {}
 
+def _write_figure(fig, dest: Path):
+    "A figure the report draws itself, written atomically as PNG beside it, then closed."
+    import matplotlib.pyplot as plt
+    buf = io.BytesIO(); fig.savefig(buf, format="png", dpi=110); plt.close(fig); write_bytes(dest, buf.getvalue())
+
 def build_report(batch: str, root: str | os.PathLike | None = None, out: str | os.PathLike | None = None,
                  runs_dir: str | os.PathLike | None = None) -> Report:
     "Write the report of `batch`'s runs (in `runs_dir`, default `repro/runs/<batch>`) to `out`, or beside it when nothing was computed."
@@ -491,7 +496,7 @@ def build_report(batch: str, root: str | os.PathLike | None = None, out: str | o
         total = by_paper["total (min)"].sum()
         fig = plot_cost(by_paper, budget, f"batch {b.name}: minutes from scratch per paper")
         dest = report_path.parent / "figures" / f"{b.name}-cost.png"
-        buf = io.BytesIO(); fig.savefig(buf, format="png", dpi=110); fig.clf(); write_bytes(dest, buf.getvalue())
+        _write_figure(fig, dest)
         cost_lines += ["### Minutes from scratch per paper", "",
                        "Training: the zoo models the paper's runs use, each counted once at its first use; evaluation: the "
                        "rest of the runs' wall time.", "", table_markdown(by_paper, ".1f"),
@@ -525,7 +530,7 @@ def build_report(batch: str, root: str | os.PathLike | None = None, out: str | o
         if points:
             fig = plot_claims_against_compute(points, f"batch {b.name}: the same claims at each run's training budget")
             dest = report_path.parent / "figures" / f"{b.name}-claims-against-compute.png"
-            buf = io.BytesIO(); fig.savefig(buf, format="png", dpi=110); fig.clf(); write_bytes(dest, buf.getvalue())
+            _write_figure(fig, dest)
             lines += ["## Claims against compute", "", "Each run's claims held (of those evaluated) and each model's held-out "
                       "k-NN accuracy against the run's mean training minutes per model.", "",
                       table_markdown(pd.DataFrame(points).assign(knn=lambda t: t.knn.map(
