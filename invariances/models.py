@@ -115,10 +115,21 @@ class Encoder(nn.Module):
 
 # %% ../nbs/30_models.ipynb #bdf16304
 class ProjectionHead(nn.Sequential):
-    "MoCo-v2 MLP head: Linear(in, hidden) - ReLU - Linear(hidden, out)."
-    def __init__(self, in_dim: int, out_dim: int = 128, hidden_dim: int | None = None):
+    """An MLP head: `layers` Linear layers (in -> hidden -> ... -> out) with ReLU between them, BatchNorm1d before each
+    ReLU when `batch_norm`, and an affine-free BatchNorm1d after the output when `last_bn` (SimSiam's projector). The
+    defaults are MoCo-v2's head: Linear(in, hidden) - ReLU - Linear(hidden, out)."""
+    def __init__(self, in_dim: int, out_dim: int = 128, hidden_dim: int | None = None, layers: int = 2,
+                 batch_norm: bool = False, last_bn: bool = False):
+        if layers < 1: raise ValueError(f"layers must be >= 1, got {layers}")
         hidden_dim = hidden_dim or in_dim
-        super().__init__(nn.Linear(in_dim, hidden_dim), nn.ReLU(inplace=True), nn.Linear(hidden_dim, out_dim))
+        dims = [in_dim] + [hidden_dim] * (layers - 1) + [out_dim]
+        mods = []
+        for j, (a, b) in enumerate(zip(dims[:-1], dims[1:])):
+            last = j == layers - 1
+            mods.append(nn.Linear(a, b, bias=not (batch_norm and not last) and not (last and last_bn)))
+            if not last: mods += [nn.BatchNorm1d(b)] * batch_norm + [nn.ReLU(inplace=True)]
+        if last_bn: mods.append(nn.BatchNorm1d(out_dim, affine=False))
+        super().__init__(*mods)
 
 # %% ../nbs/30_models.ipynb #1dcbe62b
 class SplitBatchNorm(nn.BatchNorm2d):

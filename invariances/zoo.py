@@ -115,6 +115,10 @@ MODELS = {m.name: m for m in [
     ZooModel("moco-spatial", "moco", policy="spatial", label="spatial", color="tab:green"),
     ZooModel("moco-appearance", "moco", policy="appearance", label="appearance", color="tab:orange"),
     ZooModel("moco-default-x3", "moco", policy="default", width_multiplier=3, label="default-x3", color="tab:purple"),
+    # the other self-supervised methods of Ericsson et al.'s Fig. F.1, on MoCo's Default views and budget
+    ZooModel("byol", "byol", policy="default", label="BYOL", color="tab:red", linestyle="-."),
+    ZooModel("simsiam", "simsiam", policy="default", label="SimSiam", color="tab:brown", linestyle="-."),
+    ZooModel("barlow", "barlow", policy="default", label="Barlow Twins", color="tab:pink", linestyle="-."),
 ]}
 ZOO_VERSION = 1  # bump when training code changes what a config produces; it is part of every model's key
 

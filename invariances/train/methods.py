@@ -19,6 +19,8 @@ from ..data.imageset import ImageSet
 from ..models import Encoder, save_backbone
 from ..profiles import Profile, get_profile
 from .loop import fit, init_distributed, world_info
+from .barlow import BarlowConfig, BarlowTwins
+from .byol import BYOL, ByolConfig, SimSiam, SimSiamConfig
 from .method import EncoderConfig
 from .moco import MoCo, MocoConfig
 from .supervised import Supervised, SupervisedConfig, random_model
@@ -40,6 +42,9 @@ METHODS = {
     "random": MethodEntry(EncoderConfig, None),
     "supervised": MethodEntry(SupervisedConfig, Supervised),
     "moco": MethodEntry(MocoConfig, MoCo),
+    "byol": MethodEntry(ByolConfig, BYOL),
+    "simsiam": MethodEntry(SimSiamConfig, SimSiam),
+    "barlow": MethodEntry(BarlowConfig, BarlowTwins),
 }
 
 def get_method(name: str) -> MethodEntry:
