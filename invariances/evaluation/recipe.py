@@ -37,9 +37,11 @@ def compute_minutes(point: dict) -> float:
     "CPU minutes a `KNNMonitor` record spent training, per torch thread: its wall minutes with the cores to itself."
     return point["train_cpu_seconds"] / point["threads"] / 60
 
-# the methods a recipe run trains, with what each fixes: MoCo the policy the recipe is chosen for, the supervised
+# the methods a recipe run trains, with what each fixes: the self-supervised ones the Default policy a recipe is chosen
+# for (MoCo's searched by cpu-recipe; BYOL's, SimSiam's and Barlow Twins' on the same data and readout), the supervised
 # reference its zoo record's (crop and flip)
-REFERENCE_METHODS = {"moco": {"policy": "default"}, "supervised": {"policy": zoo.get_model("supervised").policy}}
+REFERENCE_METHODS = {m: {"policy": "default"} for m in ("moco", "byol", "simsiam", "barlow")} | \
+                    {"supervised": {"policy": zoo.get_model("supervised").policy}}
 
 RECIPE_MANIFEST = "recipe.manifest.json"   # the record's digest, in the one cache's manifest format
 
@@ -62,8 +64,9 @@ def _cached_recipe(folder: Path, label: str) -> dict | None:
 def recipe_run(name: str, profile="cpu", overrides: dict | None = None, evaluations: int = 4, seed: int = 0,
                root=None, runtime: Runtime | None = None, progress: bool = False, rerun: bool = False,
                method: str = "moco") -> dict:
-    """Train MoCo-v2 (Default policy) at `profile` with `overrides` and record held-out k-NN accuracy `evaluations`
-    times (plus once untrained) on `runtime` (default: `Runtime.detect()`, the path training takes on this machine).
+    """Train `method` (default MoCo-v2; any self-supervised method of `REFERENCE_METHODS`, with the Default policy) at
+    `profile` with `overrides` and record held-out k-NN accuracy `evaluations` times (plus once untrained) on `runtime`
+    (default: `Runtime.detect()`, the path training takes on this machine).
     `method="supervised"` trains the supervised reference the same way (with its zoo record's policy), so that an
     entry at another image size or width is compared with a reference trained at its own scale.
     Cached under `cache_dir('recipe')` by the config, the data, the readout and, unless fp32, the arithmetic path
@@ -117,10 +120,12 @@ def grid_overrides(entry: Mapping) -> dict:
     "The config overrides of a grid entry (its keys less `GRID_KEYS`)."
     return {k: v for k, v in entry.items() if k not in GRID_KEYS}
 
-def check_grid(grid: Mapping[str, Mapping], profile="cpu", evaluations: int = 4) -> dict:
-    """Every entry of `grid` built into its MoCo config at `profile` before any run (name -> config); an entry that
-    cannot train raises a ValueError naming the entry and the value."""
+def check_grid(grid: Mapping[str, Mapping], profile="cpu", evaluations: int = 4, method: str = "moco") -> dict:
+    """Every entry of `grid` built into its config of `method` (default MoCo) at `profile` before any run (name ->
+    config); an entry that cannot train raises a ValueError naming the entry and the value."""
     p = zoo.get_profile(profile)
+    if method not in REFERENCE_METHODS or method == "supervised":
+        raise ValueError(f"method must be a self-supervised method of {[m for m in REFERENCE_METHODS if m != 'supervised']}, got {method!r}")
     if not isinstance(grid, Mapping) or not grid: raise ValueError(f"grid must be a non-empty mapping of entry name -> overrides, got {grid!r}")
     configs = {}
     for name, entry in grid.items():
@@ -133,7 +138,7 @@ def check_grid(grid: Mapping[str, Mapping], profile="cpu", evaluations: int = 4)
         overrides = grid_overrides(entry)
         if "policy" in overrides: raise fail("a recipe trains the Default policy; `policy` is not a recipe choice")
         try:
-            cfg = method_config("moco", p, **REFERENCE_METHODS["moco"], **overrides)
+            cfg = method_config(method, p, **REFERENCE_METHODS[method], **overrides)
             backbone = cfg.backbone                      # refuses a width that rounds a stage to no channels
             get_policy(cfg.policy, cfg.image_size, cfg.crop_scale_min)
         except (TypeError, ValueError) as e: raise fail(str(e)) from None
