@@ -39,7 +39,7 @@ PROFILES = {
     "smoke": Profile("smoke", "synthetic-objects", 512, 32, width=0.125, batch_size=32, steps=4, checkpoint_every=2,
                      health_images=(256, 128)),
     "cpu": Profile("cpu", "synthetic-objects", 20_000, 48, width=0.25, batch_size=256, steps=300),  # chosen by batch cpu-recipe
-    "real": Profile("real", "tiny-imagenet", None, 64, width=0.5, steps=500),   # chosen by cpu_recipe.ipynb in the real batch
+    "real": Profile("real", "tiny-imagenet", None, 64, width=0.25, steps=500),   # width chosen by batch real-recipe
     "gpu": Profile("gpu", "imagenet", None, 224, arch="resnet50", batch_size=256, steps=None, epochs=200, checkpoint_every=1000),
 }
 
