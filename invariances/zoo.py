@@ -24,8 +24,9 @@ from .train.loop import CHECKPOINT, init_distributed, world_info
 from .train.methods import get_method, method_config, train
 
 # %% auto #0
-__all__ = ['DATA', 'REAL_FOLDERS', 'MODELS', 'ZOO_VERSION', 'MODEL_FILES', 'dataset', 'data_identity', 'ZooModel', 'get_model',
-           'labels', 'model_config', 'model_key', 'model_dir', 'get', 'is_cached', 'weights_digest', 'training_record']
+__all__ = ['DATA', 'REAL_FOLDERS', 'MODELS', 'ZOO_VERSION', 'FUSIONS', 'MODEL_FILES', 'dataset', 'data_identity', 'ZooModel',
+           'get_model', 'labels', 'model_config', 'model_key', 'model_dir', 'Fusion', 'fusion_parts', 'get',
+           'is_cached', 'weights_digest', 'training_record']
 
 # %% ../nbs/60_zoo.ipynb #ac3d997a
 def _synthetic_objects(split, n, size, root):
@@ -145,6 +146,42 @@ def model_key(name: str, profile: str | Profile = "cpu", seed: int = 0, root=Non
 def model_dir(name: str, profile: str | Profile = "cpu", seed: int = 0, root=None) -> Path:
     p = get_profile(profile)
     return cache_dir("zoo", f"{name}-{p.name}-s{seed}-{model_key(name, p, seed, root)}")
+
+# %% ../nbs/60_zoo.ipynb #04374f94
+@dataclass(frozen=True)
+class Fusion:
+    "A fused row of Ericsson et al.'s tables: the concatenated features of zoo models `parts`, (name, seed offset) pairs."
+    name: str
+    parts: tuple[tuple[str, int], ...]
+    label: str = ""
+    color: str = "k"
+    linestyle: str = "--"
+
+    def __post_init__(self):
+        if not self.label: object.__setattr__(self, "label", self.name)
+
+    @property
+    def style(self) -> dict: return {"color": self.color, "linestyle": self.linestyle}
+
+FUSIONS = {f.name: f for f in [
+    Fusion("spa+app", (("moco-spatial", 0), ("moco-appearance", 0)), color="tab:olive"),
+    Fusion("def+spa+app", (("moco-default", 0), ("moco-spatial", 0), ("moco-appearance", 0)), color="tab:cyan"),
+    Fusion("3xdefault", (("moco-default", 0), ("moco-default", 1), ("moco-default", 2)), color="tab:blue", linestyle=":"),
+]}
+
+def fusion_parts(name: str, profile: str | Profile = "cpu", seed: int = 0) -> list[tuple[str, int]]:
+    """The (zoo model, seed) parts of fusion `name` at `profile` and base `seed`, checked before anything trains: every
+    part a zoo model, all trained on the same data at the same image size."""
+    if name not in FUSIONS: raise ValueError(f"unknown fusion {name!r}; known: {list(FUSIONS)}")
+    p = get_profile(profile); parts = [(m, seed + k) for m, k in FUSIONS[name].parts]
+    for m, _ in parts: get_model(m)
+    data = {m: _data_name(p, get_model(m).data) for m, _ in parts}
+    sizes = {m: getattr(model_config(m, p, s), "image_size", p.image_size) for m, s in parts}
+    for what, values in (("data", data), ("image sizes", sizes)):
+        if len(set(values.values())) > 1:
+            raise ValueError(f"fusion {name!r}: its parts were trained on different {what} ("
+                             + ", ".join(f"{m}: {v}" for m, v in values.items()) + "); fused features must describe the same images")
+    return parts
 
 # %% ../nbs/60_zoo.ipynb #ffa35cf8
 @contextlib.contextmanager

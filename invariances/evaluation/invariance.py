@@ -16,19 +16,21 @@ from ..core import to_float_images
 from ..runtime import Runtime
 from ..data.imageset import ImageSet
 from ..features import extract_features
-from ..metrics.similarity import ReferenceStats, transform_invariance
+from ..metrics.similarity import ReferenceStats, alignment, group_invariance, transform_invariance
 from ..transforms import get_transform
 
 # %% auto #0
-__all__ = ['invariance_table', 'transform_features', 'transformed_batches']
+__all__ = ['REAL_WORLD_TRANSFORMS', 'REAL_WORLD_FAMILY', 'RENDERED_CHANGE', 'invariance_table', 'transform_features',
+           'transformed_batches', 'group_invariance_table', 'group_alignment', 'real_world_groups']
 
 # %% ../../nbs/70_invariance.ipynb #4b9a9788
 def invariance_table(encoders: Mapping[str, nn.Module], images: ImageSet, reference: ImageSet, transforms: Sequence[str],
                      n_params: int, batch_size: int = 256, runtime: Runtime | None = None,
                      labels: Mapping[str, str] | None = None) -> pd.DataFrame:
     """Per-image Mahalanobis distance and whitened cosine of every model in `encoders` to every transform, over
-    `n_params` grid values each; statistics from `reference`. Columns: image, mahalanobis, cosine, n_params, model
-    (`labels[name]`, default the name), transform."""
+    `n_params` grid values each; statistics from `reference`. Columns: image, mahalanobis, cosine, n_params, alignment
+    (Wang & Isola's, of the unwhitened features: Ericsson et al. Table C.1), model (`labels[name]`, default the name),
+    transform."""
     labels = labels or {}
     x_all = to_float_images(images.images)
     grids = {t: get_transform(t).grid(n_params) for t in transforms}
@@ -37,8 +39,11 @@ def invariance_table(encoders: Mapping[str, nn.Module], images: ImageSet, refere
         stats = ReferenceStats.fit(extract_features(enc, reference, batch_size=batch_size, runtime=runtime, progress=False).features)
         clean = extract_features(enc, images, batch_size=batch_size, runtime=runtime, progress=False).features
         for t in transforms:
-            res = transform_invariance(stats, clean, transform_features(enc, x_all, t, grids[t], batch_size, runtime))
-            rows.append(res.per_image.assign(model=labels.get(name, name), transform=t))
+            feats = transform_features(enc, x_all, t, grids[t], batch_size, runtime)
+            res = transform_invariance(stats, clean, feats)
+            align = alignment(np.repeat(clean, feats.shape[1], 0), feats.reshape(-1, feats.shape[-1]), reduce=False)
+            rows.append(res.per_image.assign(alignment=align.reshape(len(clean), -1).mean(1)[res.per_image.image.to_numpy()],
+                                             model=labels.get(name, name), transform=t))
     return pd.concat(rows, ignore_index=True)
 
 # %% ../../nbs/70_invariance.ipynb #8b0bde6e
@@ -57,3 +62,98 @@ def transformed_batches(x: torch.Tensor, transform, grid: torch.Tensor, batch_si
     for chunk in pairs.split(batch_size):
         i, j = chunk[:, 0], chunk[:, 1]
         yield transform.apply(x[i], grid[j]), pd.DataFrame({"image": i.numpy(), "param": j.numpy()})
+
+# %% ../../nbs/70_invariance.ipynb #b17c950a
+def group_invariance_table(encoders: Mapping[str, nn.Module], groups: Mapping[str, ImageSet], reference: ImageSet,
+                           batch_size: int = 256, runtime: Runtime | None = None,
+                           labels: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """Per group of views (`meta.trajectory` of each set in `groups`, transform name -> `ImageSet`): whitened cosine over
+    all m x m pairs, diagonal included, and Mahalanobis distance over the distinct pairs, of every model in `encoders`;
+    statistics from `reference`. Columns: image (the group), mahalanobis, cosine, n_views, alignment (over the distinct
+    pairs, unwhitened: Table C.1), model (`labels[name]`, default the name), transform: the rows `tables.table2` averages."""
+    labels = labels or {}
+    for t, s in groups.items():
+        if "trajectory" not in s.meta: raise ValueError(f"group set {t!r} ({s.name}) has no 'trajectory' column naming each view's group")
+        if s.images.shape[1:3] != reference.images.shape[1:3]:
+            raise ValueError(f"group set {t!r} ({s.name}) has {s.images.shape[1]} px images, the reference {reference.images.shape[1]} px")
+    rows = []
+    for name, enc in encoders.items():
+        stats = ReferenceStats.fit(extract_features(enc, reference, batch_size=batch_size, runtime=runtime, progress=False).features)
+        for t, s in groups.items():
+            feats = extract_features(enc, s, batch_size=batch_size, runtime=runtime, progress=False).features
+            g = group_invariance(stats, feats, s.meta.trajectory.to_numpy()).per_group
+            rows.append(g.rename(columns={"group": "image"})[["image", "mahalanobis", "cosine", "n_views"]]
+                        .assign(alignment=group_alignment(feats, s.meta.trajectory.to_numpy(), g.group.to_numpy()),
+                                model=labels.get(name, name), transform=t))
+    return pd.concat(rows, ignore_index=True)
+
+def group_alignment(features, groups, order=None) -> np.ndarray:
+    """Wang & Isola's alignment (alpha = 2) averaged over the distinct pairs of each group: with unit rows u and
+    S_g = |sum of u over g|^2, the mean of |u_i - u_j|^2 over i < j is 2 - 2 (S_g - m) / (m (m - 1)). One value per
+    group, in the order of `order` (default: sorted group labels)."""
+    u = torch.as_tensor(np.asarray(features), dtype=torch.float64); u = u / u.norm(dim=1, keepdim=True)
+    labels, codes = np.unique(np.asarray(groups), return_inverse=True)
+    m = np.bincount(codes).astype(np.float64)
+    sums = torch.zeros(len(labels), u.shape[1], dtype=torch.float64).index_add_(0, torch.as_tensor(codes), u)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = 2 - 2 * (sums.pow(2).sum(1).numpy() - m) / (m * (m - 1))
+    return out if order is None else out[np.searchsorted(labels, order)]
+
+# %% ../../nbs/70_invariance.ipynb #2a32a9c6
+REAL_WORLD_TRANSFORMS = ("stereo", "pose_scale", "viewpoint", "illumination", "color_temperature", "exposure", "blur")
+# the paper's column colours: spatial-like (green), appearance-like (orange); illumination direction is coloured apart
+# ("it is unclear whether this corresponds to a appearance or spatial-like transformation")
+REAL_WORLD_FAMILY = {"stereo": "spatial", "pose_scale": "spatial", "viewpoint": "spatial", "illumination": "illumination",
+                     "color_temperature": "appearance", "exposure": "appearance", "blur": "appearance"}
+
+RENDERED_CHANGE = {"stereo": "a second camera a small baseline to the side", "pose_scale": "the object turned and moved away",
+                   "viewpoint": "the camera orbiting the object", "illumination": "the light moving round the object",
+                   "color_temperature": "the light's colour temperature, 2,000 to 12,000 K",
+                   "exposure": "the light's intensity (rendered)", "blur": "a Gaussian defocus of growing width"}
+
+def _loaders():
+    from invariances.data.objects import coil100_viewpoint_trajectories, load_aloi
+    from invariances.data.pairs import exposure_errors_groups, flickr1024_pairs, realblur_pairs
+    from invariances.data.video import load_davis2016
+    return {   # column -> [(dataset, what it shows, loader(root, size))], the paper's dataset first
+        "stereo": [("flickr1024", "Flickr1024 test stereo pairs", lambda r, s: flickr1024_pairs(r, "Test", s))],
+        "pose_scale": [("coil-100", "COIL-100: 72 poses of each object on a turntable", lambda r, s: coil100_viewpoint_trajectories(r, s))],
+        "viewpoint": [("aloi", "ALOI viewing direction", lambda r, s: load_aloi(r, "view", s)),
+                      ("davis-2016", "DAVIS-2016: the frames of one video (a moving camera and object; a stand-in for ALOI)",
+                       lambda r, s: load_davis2016(r, size=s))],
+        "illumination": [("aloi", "ALOI illumination direction", lambda r, s: load_aloi(r, "ill", s))],
+        "color_temperature": [("aloi", "ALOI illumination colour", lambda r, s: load_aloi(r, "col", s))],
+        "exposure": [("exposure-errors", "ExposureErrors: 5 exposures of each scene", lambda r, s: exposure_errors_groups(r, size=s))],
+        "blur": [("realblur", "RealBlur-J: sharp and blurred pairs", lambda r, s: realblur_pairs(r, size=s))]}
+
+def real_world_groups(profile, n_groups: int = 200, views: int = 5, root=None, seed: int = 0) -> tuple[dict[str, ImageSet], pd.DataFrame]:
+    """Table 3's groups of views at `profile`'s image size: `(transform -> ImageSet with meta.trajectory, sources)`.
+    Rendered profiles render `n_groups` groups of `views` views per column (stereo: 2); real profiles draw `n_groups`
+    groups (all their views) from the first dataset of the column present under the data root. `sources` has a row per
+    column: transform, source, groups, views per group (mean), and why a column is missing."""
+    from invariances import zoo
+    from invariances.profiles import get_profile
+    from invariances.data.manifests import dataset_available
+    from invariances.data.synthetic import transform_groups
+    p = get_profile(profile)
+    out, rows = {}, []
+    if p.data not in zoo.REAL_FOLDERS:
+        for t in REAL_WORLD_TRANSFORMS:
+            out[t] = transform_groups(t, n_groups, views, p.image_size, seed, split="test")
+            rows.append((t, f"rendered: {RENDERED_CHANGE[t]}, all else held", ""))
+    else:
+        for t, options in _loaders().items():
+            found = [(name, what, load) for name, what, load in options if dataset_available(name, root)]
+            if not found:
+                rows.append((t, "", f"missing: {' or '.join(n for n, _, _ in options)} under the data root")); continue
+            name, what, load = found[0]
+            s = load(root, p.image_size)
+            groups = np.unique(s.meta.trajectory.to_numpy())
+            if len(groups) > n_groups:
+                keep = np.random.default_rng(seed).choice(groups, n_groups, replace=False)
+                s = s.subset(np.flatnonzero(np.isin(s.meta.trajectory.to_numpy(), keep)))
+            out[t] = s; rows.append((t, what, ""))
+    sources = pd.DataFrame(rows, columns=["transform", "source", "missing"])
+    sources["groups"] = [out[t].meta.trajectory.nunique() if t in out else 0 for t in sources["transform"]]
+    sources["views per group"] = [round(len(out[t]) / out[t].meta.trajectory.nunique(), 1) if t in out else 0 for t in sources["transform"]]
+    return out, sources

@@ -23,7 +23,7 @@ from ..metrics.inputs import as_features
 # %% auto #0
 __all__ = ['GOYAL_COSTS', 'AP_KINDS', 'KRR_ALPHAS', 'KRR_GAMMAS', 'FEATURE_CACHE_VERSION', 'FEATURE_FILES', 'KNNResult',
            'knn_accuracy', 'FewShotResult', 'few_shot_accuracy', 'SVMResult', 'svm_map', 'average_precision',
-           'KernelRidgeResult', 'kernel_ridge_readout', 'cached_features']
+           'KernelRidgeResult', 'kernel_ridge_readout', 'kernel_ridge_per_output', 'cached_features']
 
 # %% ../../nbs/73_readouts.ipynb #aa12eb04
 @dataclass
@@ -216,7 +216,28 @@ class KernelRidgeResult:
 def kernel_ridge_readout(train_features, train_targets, test_features, test_targets, alphas=KRR_ALPHAS, gammas=KRR_GAMMAS,
                          folds: int = 5, seed: int = 0, standardize_targets: bool = True, device=None) -> KernelRidgeResult:
     "Ericsson et al.'s Causal3DIdent readout: RBF kernel ridge on standardised features, (alpha, gamma) by k-fold CV, test R^2."
-    from sklearn.model_selection import KFold
+    X, Y, Xte, Yte, alphas, gammas = _krr_inputs(train_features, train_targets, test_features, test_targets, alphas, gammas, folds, device)
+    fold_scores = _krr_fold_scores(X, Y, alphas, gammas, folds, seed, standardize_targets).mean(3)   # R^2 averaged over outputs
+    mean = fold_scores.mean(2); i, g = np.unravel_index(int(np.argmax(mean)), mean.shape)
+    score = float(_krr_test_scores(X, Y, Xte, Yte, alphas[i], gammas[g], standardize_targets).mean())
+    return KernelRidgeResult(score, float(mean[i, g]), float(alphas[i]), float(gammas[g]), alphas, gammas, fold_scores,
+                             standardize_targets)
+
+def kernel_ridge_per_output(train_features, train_targets, test_features, test_targets, alphas=KRR_ALPHAS, gammas=KRR_GAMMAS,
+                            folds: int = 5, seed: int = 0, standardize_targets: bool = True, device=None) -> list[KernelRidgeResult]:
+    """`kernel_ridge_readout` of each target column on its own, (alpha, gamma) chosen per column (Table 4: one R^2 per
+    latent factor), sharing the folds' kernel matrices and their eigendecompositions across columns."""
+    X, Y, Xte, Yte, alphas, gammas = _krr_inputs(train_features, train_targets, test_features, test_targets, alphas, gammas, folds, device)
+    per_output = _krr_fold_scores(X, Y, alphas, gammas, folds, seed, standardize_targets)           # (A, G, F, T)
+    out = []
+    for t in range(Y.shape[1]):
+        mean = per_output[..., t].mean(2); i, g = np.unravel_index(int(np.argmax(mean)), mean.shape)
+        score = float(_krr_test_scores(X, Y[:, t:t + 1], Xte, Yte[:, t:t + 1], alphas[i], gammas[g], standardize_targets)[0])
+        out.append(KernelRidgeResult(score, float(mean[i, g]), float(alphas[i]), float(gammas[g]), alphas, gammas,
+                                     per_output[..., t], standardize_targets))
+    return out
+
+def _krr_inputs(train_features, train_targets, test_features, test_targets, alphas, gammas, folds, device):
     xtr = as_features(train_features, "train features", min_samples=2)
     xte = as_features(test_features, "test features", dim=xtr.shape[1], min_samples=1, against="the train features")
     ytr, yte = _targets(train_targets, len(xtr), "train targets"), _targets(test_targets, len(xte), "test targets")
@@ -226,22 +247,27 @@ def kernel_ridge_readout(train_features, train_targets, test_features, test_targ
         if len(v) == 0 or not np.isfinite(v).all() or (v <= 0).any(): raise ValueError(f"{name} must be positive finite values, got {v!r}")
     if isinstance(folds, bool) or int(folds) != folds or not 2 <= folds <= len(xtr): raise ValueError(f"folds must be an integer in [2, {len(xtr)}], got {folds!r}")
     device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
-    X = torch.as_tensor(xtr, dtype=torch.float64, device=device); Y = torch.as_tensor(ytr, dtype=torch.float64, device=device)
-    fold_scores = np.zeros((len(alphas), len(gammas), int(folds)))
-    for j, (tr, va) in enumerate(KFold(int(folds), shuffle=True, random_state=seed).split(xtr)):
+    t = lambda a: torch.as_tensor(a, dtype=torch.float64, device=device)
+    return t(xtr), t(ytr), t(xte), t(yte), alphas, gammas
+
+def _krr_fold_scores(X, Y, alphas, gammas, folds: int, seed: int, standardize_targets: bool) -> np.ndarray:
+    "Validation R^2 of every output for every (alpha, gamma) and fold: `(A, G, F, T)`; one eigendecomposition per fold and gamma."
+    from sklearn.model_selection import KFold
+    scores = np.zeros((len(alphas), len(gammas), int(folds), Y.shape[1]))
+    for j, (tr, va) in enumerate(KFold(int(folds), shuffle=True, random_state=seed).split(X.cpu().numpy())):
         (a, b), (ya, yb) = _standardise(X[tr], X[va]), _standardise(Y[tr], Y[va], standardize_targets)
         d_tr, d_va = _sq_dists(a, a), _sq_dists(b, a)
         for g, gamma in enumerate(gammas):
             lam, Q = torch.linalg.eigh(torch.exp(-gamma * d_tr))
             B, Qty = torch.exp(-gamma * d_va) @ Q, Q.T @ ya
-            for i, alpha in enumerate(alphas): fold_scores[i, g, j] = _r2_t(B @ (Qty / (lam + alpha)[:, None]), yb)
-    mean = fold_scores.mean(2); i, g = np.unravel_index(int(np.argmax(mean)), mean.shape)
-    (a, b), (ya, yb) = _standardise(X, torch.as_tensor(xte, dtype=torch.float64, device=device)), \
-                       _standardise(Y, torch.as_tensor(yte, dtype=torch.float64, device=device), standardize_targets)
-    K = torch.exp(-gammas[g] * _sq_dists(a, a)); K.diagonal().add_(alphas[i])
-    pred = torch.exp(-gammas[g] * _sq_dists(b, a)) @ torch.linalg.solve(K, ya)
-    return KernelRidgeResult(_r2_t(pred, yb), float(mean[i, g]), float(alphas[i]), float(gammas[g]), alphas, gammas, fold_scores,
-                             standardize_targets)
+            for i, alpha in enumerate(alphas): scores[i, g, j] = _r2_per_output(B @ (Qty / (lam + alpha)[:, None]), yb).cpu().numpy()
+    return scores
+
+def _krr_test_scores(X, Y, Xte, Yte, alpha: float, gamma: float, standardize_targets: bool) -> np.ndarray:
+    "Test R^2 of every output, refitted on the whole train split at (alpha, gamma)."
+    (a, b), (ya, yb) = _standardise(X, Xte), _standardise(Y, Yte, standardize_targets)
+    K = torch.exp(-gamma * _sq_dists(a, a)); K.diagonal().add_(alpha)
+    return _r2_per_output(torch.exp(-gamma * _sq_dists(b, a)) @ torch.linalg.solve(K, ya), yb).cpu().numpy()
 
 def _targets(t, n: int, name: str) -> np.ndarray:
     y = t.detach().cpu().numpy() if isinstance(t, torch.Tensor) else np.asarray(t)
@@ -260,11 +286,10 @@ def _sq_dists(a, b):
     "Squared Euclidean distances (n_a, n_b), clamped at 0."
     return ((a * a).sum(1)[:, None] + (b * b).sum(1)[None] - 2 * a @ b.T).clamp_min_(0)
 
-def _r2_t(pred, true) -> float:
-    "sklearn's R^2 (uniform average over outputs; a constant output scores 1 if exact, else 0) of torch (n, T) arrays."
+def _r2_per_output(pred, true) -> torch.Tensor:
+    "sklearn's R^2 of each output (a constant output scores 1 if exact, else 0) of torch (n, T) arrays: a (T,) tensor."
     ss_res, ss_tot = ((true - pred) ** 2).sum(0), ((true - true.mean(0)) ** 2).sum(0)
-    r = torch.where(ss_tot > 0, 1 - ss_res / torch.where(ss_tot > 0, ss_tot, torch.ones_like(ss_tot)), (ss_res == 0).to(ss_res.dtype))
-    return float(r.mean())
+    return torch.where(ss_tot > 0, 1 - ss_res / torch.where(ss_tot > 0, ss_tot, torch.ones_like(ss_tot)), (ss_res == 0).to(ss_res.dtype))
 
 # %% ../../nbs/73_readouts.ipynb #aee6c9ca
 FEATURE_CACHE_VERSION = 1

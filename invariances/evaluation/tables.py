@@ -15,7 +15,7 @@ from .. import zoo
 from .health import TARGETS, margin_ratio
 
 # %% auto #0
-__all__ = ['paper_layout', 'Table2', 'table2', 'plot_invariance_profiles', 'plot_table2', 'training_table']
+__all__ = ['paper_layout', 'Table2', 'table2', 'plot_invariance_profiles', 'plot_table2', 'plot_score_table', 'training_table']
 
 # %% ../../nbs/71_tables.ipynb #ef773a34
 def paper_layout(distance: pd.DataFrame, similarity: pd.DataFrame, marks: pd.DataFrame) -> pd.DataFrame:
@@ -36,12 +36,14 @@ class Table2:
     distance: pd.DataFrame
     marks: pd.DataFrame
     layout: pd.DataFrame
+    alignment: pd.DataFrame | None = None   # Wang & Isola's alignment, unwhitened (Table C.1), when the rows carry it
 
 def table2(per_image: pd.DataFrame, models: Sequence[str], transforms: Sequence[str] | None = None,
            labels: Mapping[str, str] | None = None) -> Table2:
     """Table 2 of the zoo models `models` (rows in this order, labelled by `labels`) from `per_image` (columns `model`,
     `transform`, `image`, `cosine`, `mahalanobis`), over `transforms` (default: `invariances.transforms.TRANSFORMS`);
-    `labels` defaults to the zoo's (`zoo.labels()`)."""
+    `labels` defaults to the zoo's (`zoo.labels()`). Table 3 too: there `per_image` has one row per group of views
+    (`invariance.group_invariance_table`) and `transforms` are the real-world ones."""
     from invariances.transforms import TRANSFORMS
     from invariances.metrics.stats import significance_marks
     labels = zoo.labels() if labels is None else labels
@@ -49,19 +51,22 @@ def table2(per_image: pd.DataFrame, models: Sequence[str], transforms: Sequence[
     def means(value):
         t = per_image.pivot_table(index="model", columns="transform", values=value).reindex(index=order, columns=transforms)
         missing = [f"{m}/{tr}" for m in order for tr in transforms if pd.isna(t.loc[m, tr])]
-        if missing: raise ValueError(f"Table 2 has no {value} for {', '.join(missing[:6])}{' ...' if len(missing) > 6 else ''}")
+        if missing: raise ValueError(f"the table has no {value} for {', '.join(missing[:6])}{' ...' if len(missing) > 6 else ''}")
         t.index.name = "model"
         return t
     similarity, distance = means("cosine"), means("mahalanobis")
     trio = [m for m in ("default", "spatial", "appearance") if m in order]
     marks = (significance_marks(per_image, value="cosine", models=trio) if len(trio) > 1 and per_image["image"].nunique() > 1
              else pd.DataFrame("", index=transforms, columns=trio)).reindex(transforms)
-    return Table2(similarity, distance, marks, paper_layout(distance, similarity, marks))
+    return Table2(similarity, distance, marks, paper_layout(distance, similarity, marks),
+                  means("alignment") if "alignment" in per_image else None)
 
 # %% ../../nbs/71_tables.ipynb #482ac768
 def _kinds(transforms):
+    "Each column's family: a synthetic transform's `kind`, or a real-world transform's colour in Ericsson et al.'s Table 3."
     from invariances.transforms import get_transform
-    return [get_transform(t).kind for t in transforms]
+    from invariances.evaluation.invariance import REAL_WORLD_FAMILY
+    return [REAL_WORLD_FAMILY[t] if t in REAL_WORLD_FAMILY else get_transform(t).kind for t in transforms]
 
 def plot_invariance_profiles(t2: Table2, models: Sequence[str], title: str = "", axes=None):
     "One line per model (`models`: zoo names in the table's row order) across the transforms: similarity and distance."
@@ -102,6 +107,25 @@ def plot_table2(t2: Table2, title: str = ""):
                         color="white" if dark else "black")
         ax.set_title(label, fontsize=9)
     if title: fig.suptitle(title, fontsize=9)
+    return fig
+
+# %% ../../nbs/71_tables.ipynb #e31de628
+def plot_score_table(table: pd.DataFrame, title: str = "", families: Mapping[str, str] | None = None, label: str = "",
+                     vmin: float = 0.0, vmax: float = 1.0, fmt: str = "{:.2f}"):
+    "A model x column table of scores as a heat map with the values written in, a white line between column families."
+    import matplotlib.pyplot as plt
+    cols = list(table.columns)
+    fig, ax = plt.subplots(figsize=(1.1 + 0.62 * len(cols), 0.9 + 0.3 * len(table)))
+    im = ax.imshow(table.values.astype(float), cmap="viridis", aspect="auto", vmin=vmin, vmax=vmax)
+    ax.set_xticks(range(len(cols)), cols, rotation=45, ha="right", fontsize=8); ax.set_yticks(range(len(table)), table.index, fontsize=8)
+    for j in range(1, len(cols)):
+        if families and families.get(cols[j]) != families.get(cols[j - 1]): ax.axvline(j - 0.5, color="white", lw=2)
+    for (r, c), v in np.ndenumerate(table.values.astype(float)):
+        dark = np.dot(im.cmap(im.norm(v))[:3], [0.299, 0.587, 0.114]) < 0.5
+        ax.text(c, r, "" if np.isnan(v) else fmt.format(v), ha="center", va="center", fontsize=7, color="white" if dark else "black")
+    fig.colorbar(im, ax=ax, shrink=0.8, label=label)
+    if title: ax.set_title(title, fontsize=9)
+    fig.tight_layout()
     return fig
 
 # %% ../../nbs/71_tables.ipynb #f710d812

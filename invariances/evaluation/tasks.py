@@ -18,7 +18,8 @@ from ..data.landmarks import load_300w, load_celeba, load_lsp
 from .linear import TRAIN_PER_CLASS
 
 # %% auto #0
-__all__ = ['DOWNSTREAM_TASKS', 'DownstreamTask', 'few_shot', 'downstream_task']
+__all__ = ['DOWNSTREAM_TASKS', 'FACTORS', 'RENDERED_FACTORS', 'FACTOR_FAMILY', 'DownstreamTask', 'few_shot', 'downstream_task',
+           'factor_task']
 
 # %% ../../nbs/72_tasks.ipynb #88030280
 @dataclass
@@ -101,3 +102,29 @@ def downstream_task(name: str, root=None, size=None, seed: int = 0, **kw) -> Dow
         a, b = load_inat(root, "train", 2019, size or 224, **kw), load_inat(root, "val", 2019, size or 224, **kw)
         return DownstreamTask(name, a, b, "classification", "accuracy", ["target"], None, int(a.meta.target.nunique()))
     raise ValueError(f"unknown downstream task {name!r}; known: {DOWNSTREAM_TASKS}")
+
+# %% ../../nbs/72_tasks.ipynb #212501d0
+FACTORS = ("pos_x", "pos_y", "pos_z", "rot_x", "rot_y", "rot_z", "spot_pos", "obj_colour", "spot_colour", "bkg_colour")
+RENDERED_FACTORS = dict(zip(FACTORS, ("position_x", "position_y", "position_z", "rotation_x", "rotation_y", "rotation_z",
+                                      "light_azimuth", "object_hue", "light_temperature", "background_hue")))
+# what each factor moves: the paper's colours (spatial-style factors, appearance-style factors)
+FACTOR_FAMILY = {f: ("appearance" if f.endswith("colour") else "spatial") for f in FACTORS}
+
+def factor_task(source: str = "rendered", size: int = 64, n_train: int | None = 2000, n_test: int | None = 4000, root=None,
+                seed: int = 0) -> DownstreamTask:
+    """Table 4's regression task, targets `FACTORS`: `source` 'rendered' (the renderer's factor set, train and test
+    splits) or 'causal3dident' (train and test sets under the data root; `n_train`/`n_test` drawn with `seed`, all if
+    None)."""
+    if source == "rendered":
+        from invariances.data.synthetic import factor_set
+        sets = [factor_set(n, size, seed, split) for n, split in ((n_train or 2000, "train"), (n_test or 4000, "test"))]
+        sets = [ImageSet(s.images, s.meta.rename(columns={v: k for k, v in RENDERED_FACTORS.items()}), s.name) for s in sets]
+    elif source == "causal3dident":
+        from invariances.data.objects import CAUSAL3D_LATENTS, load_causal3dident
+        sets = []
+        for n, split in ((n_train, "train"), (n_test, "test")):
+            s = load_causal3dident(root, split, size)
+            if n is not None and n < len(s): s = s.subset(np.sort(np.random.default_rng(seed).choice(len(s), n, replace=False)))
+            sets.append(ImageSet(s.images, s.meta.rename(columns=dict(zip(CAUSAL3D_LATENTS, FACTORS))), s.name))
+    else: raise ValueError(f"factor_task: source must be 'rendered' or 'causal3dident', got {source!r}")
+    return DownstreamTask(f"factors/{source}", sets[0], sets[1], "regression", "r2", list(FACTORS))

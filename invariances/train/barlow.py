@@ -11,7 +11,7 @@ import torch
 
 from ..models import Encoder, ProjectionHead
 from .losses import barlow_twins_loss, embedding_spread
-from .method import EncoderConfig, MethodBase
+from .method import EncoderConfig, MethodBase, SSL_VIEWS
 
 # %% auto #0
 __all__ = ['BarlowConfig', 'BarlowTwins']
@@ -33,7 +33,7 @@ class BarlowConfig(EncoderConfig):
 
     # lambd keeps the paper's balance of the two terms per row of C: lambd * (proj_dim - 1) ~ 0.0051 * 8191 ~ 42
     SCALES = {"smoke": dict(proj_dim=64, proj_hidden=64, lambd=0.65),
-              "cpu": dict(proj_dim=512, proj_hidden=512, lambd=0.08, steps=1100, crop_scale_min=0.4),
+              "cpu": dict(proj_dim=512, proj_hidden=512, lambd=0.08, steps=1100, **SSL_VIEWS["cpu"]),
               "real": dict(proj_dim=2048, proj_hidden=2048, lambd=0.02),
               "gpu": dict()}
     RECIPE_SOURCES = {p: "not searched: the paper's projector scaled to the backbone, lambda at the paper's balance of the two "

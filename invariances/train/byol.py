@@ -9,12 +9,11 @@ from dataclasses import dataclass
 
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
 
 from ..data.imageset import ImageSet
 from ..models import Encoder, ProjectionHead
 from .losses import embedding_spread, prediction_loss
-from .method import EncoderConfig, MethodBase
+from .method import EncoderConfig, MethodBase, SSL_VIEWS
 from .momentum import cosine_momentum, momentum_copy, momentum_update
 
 # %% auto #0
@@ -38,7 +37,7 @@ class ByolConfig(EncoderConfig):
 
     # per profile: heads that fit the backbone, m_0 for short runs, and the MoCo recipe's views and compute budget
     SCALES = {"smoke": dict(proj_dim=32, proj_hidden=64, pred_hidden=64, target_momentum=0.99),
-              "cpu": dict(proj_dim=128, proj_hidden=512, pred_hidden=512, target_momentum=0.99, steps=850, crop_scale_min=0.4),
+              "cpu": dict(proj_dim=128, proj_hidden=512, pred_hidden=512, target_momentum=0.99, steps=850, **SSL_VIEWS["cpu"]),
               "real": dict(proj_dim=256, proj_hidden=1024, pred_hidden=1024, target_momentum=0.99),
               "gpu": dict()}
     RECIPE_SOURCES = {p: "not searched: the papers' heads scaled to the backbone, m_0 0.99 as solo-learn's short runs, "
@@ -95,7 +94,7 @@ class SimSiamConfig(EncoderConfig):
     proj_hidden: int = 2048
     pred_hidden: int = 512
     SCALES = {"smoke": dict(proj_dim=64, proj_hidden=64, pred_hidden=16),
-              "cpu": dict(proj_dim=512, proj_hidden=512, pred_hidden=128, steps=1100, crop_scale_min=0.4),
+              "cpu": dict(proj_dim=512, proj_hidden=512, pred_hidden=128, steps=1100, **SSL_VIEWS["cpu"]),
               "real": dict(proj_dim=1024, proj_hidden=1024, pred_hidden=256),
               "gpu": dict()}
     RECIPE_SOURCES = {p: "not searched: the paper's heads scaled to the backbone (a 4x bottleneck), its SGD recipe, the "

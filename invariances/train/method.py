@@ -21,7 +21,7 @@ from ..profiles import Profile
 from .loop import LoopConfig, image_batch
 
 # %% auto #0
-__all__ = ['Method', 'EncoderConfig', 'MethodBase']
+__all__ = ['SSL_VIEWS', 'Method', 'EncoderConfig', 'MethodBase']
 
 # %% ../../nbs/51_method.ipynb #4de27ba8
 @runtime_checkable
@@ -37,6 +37,11 @@ class Method(Protocol):
 
 # %% ../../nbs/51_method.ipynb #12c408dc
 _FROM_PROFILE = ("arch", "width", "small_stem", "image_size", "batch_size", "steps", "epochs", "checkpoint_every")
+
+# The training views every self-supervised method takes at a profile's scale, beyond its policy: chosen for MoCo by the
+# profile's recipe search (the cpu-recipe batch) and shared, so that MoCo, BYOL, SimSiam and Barlow Twins differ in
+# their objective only. Each method's `SCALES` entry spreads it (`**SSL_VIEWS["cpu"]`).
+SSL_VIEWS: dict[str, dict] = {"cpu": dict(crop_scale_min=0.4)}
 
 @dataclass
 class EncoderConfig(LoopConfig):

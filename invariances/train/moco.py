@@ -18,7 +18,7 @@ from ..core import run_concurrently
 from ..models import Encoder, ProjectionHead, SplitBatchNorm
 from .loop import all_gather_cat, is_distributed
 from .losses import batch_infonce_loss, infonce_loss
-from .method import EncoderConfig, MethodBase
+from .method import EncoderConfig, MethodBase, SSL_VIEWS
 from .momentum import KeyQueue, batch_shuffle, momentum_copy, momentum_update
 
 # %% auto #0
@@ -47,7 +47,7 @@ class MocoConfig(EncoderConfig):
         if self.queue_size < 0: raise ValueError(f"queue_size must be >= 0 (0: the batch's other keys are the negatives), got {self.queue_size}")
 
     SCALES = {"smoke": dict(lr=0.06, queue_size=0, key_momentum=0.5, bn_splits=2),       # the cpu recipe, in small
-              "cpu": dict(lr=0.06, queue_size=0, key_momentum=0.5, bn_splits=4, steps=1700, crop_scale_min=0.4),  # batch cpu-recipe
+              "cpu": dict(lr=0.06, queue_size=0, key_momentum=0.5, bn_splits=4, steps=1700, **SSL_VIEWS["cpu"]),  # batch cpu-recipe
               "real": dict(lr=0.06, queue_size=0, key_momentum=0.99, bn_splits=4, batch_size=256, steps=1000,
                            temperature=0.1),                                                            # batch real-recipe
               "gpu": dict(lr=0.03, queue_size=65_536, key_momentum=0.999, bn_splits=8)}
