@@ -483,12 +483,15 @@ def build_report(batch: str, root: str | os.PathLike | None = None, out: str | o
                      "note": "" if s.usable else s.note(root)})
     runs = pd.DataFrame(rows)
     has_status = (runs_dir / "status.json").is_file()
-    wall, train = np.nansum(runs["wall time (min)"].astype(float)), np.nansum(runs["training (min)"].astype(float))
+    wall = np.nansum(runs["wall time (min)"].astype(float))
+    first_use = {}                      # a zoo model several runs use is trained once: counted at its first use
+    for c in cost_runs: first_use.update({m: s for m, s in c["train_s"].items() if m not in first_use})
+    train = sum(first_use.values()) / 60
     invocation = np.nansum(runs["this invocation (min)"].astype(float))
     cost_lines = ["## Runs and their cost", "", table_markdown(runs, ".1f"),
                   f"Wall time of the runs shown: {wall:.1f} min when they were computed, {trained_here:.1f} of them training "
-                  f"zoo models. Training all the zoo models they use took {train:.1f} min when they were trained (a model "
-                  f"trained by an earlier run of the same configuration is loaded from the cache), so the batch from scratch "
+                  f"zoo models. Training all the zoo models they use took {train:.1f} min when they were trained (each model "
+                  f"counted once: a model trained by an earlier run of the same configuration is loaded from the cache), so the batch from scratch "
                   f"costs about {wall - trained_here + train:.0f} min." +
                   (f" This invocation spent {invocation:.1f} min (`status.json`)." if has_status else ""), ""]
     by_paper, budget = cost_by_paper(cost_runs, board), BUDGET_MINUTES.get(b.name)

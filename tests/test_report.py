@@ -135,6 +135,17 @@ def test_build_report_from_run_folders(tmp_path):
     assert "12.5 min when they were computed, 10.0 of them training zoo models" in text and "from scratch costs about 12 min" in text
 
 
+def test_models_shared_by_runs_count_once_in_the_cost_from_scratch(tmp_path):
+    """Two runs that use the same zoo model (Tables 2 and 3 both measure moco-default, trained once, 10 min): the batch
+    from scratch costs the runs' wall time (2.5 min each, the model loaded from the cache) plus 10 min, not 20."""
+    from invariances.report import build_report
+    root = _project(tmp_path, runs=("ericsson-table2", "ericsson-table3"))
+    for name in ("ericsson-table2", "ericsson-table3"): _table2_folder(root / "repro/runs/t" / name)
+    _status(root / "repro/runs/t", **{"ericsson-table2": ("ok", "k1", ""), "ericsson-table3": ("ok", "k1", "")})
+    text = build_report("t", root, root / "REPORT.md").text
+    assert "Training all the zoo models they use took 10.0 min" in text and "from scratch costs about 15 min" in text, text
+
+
 def test_report_shows_nothing_of_a_failed_or_stale_run(tmp_path):
     """Issue 17: the folder of a failed run still holds the previous run's tables; the report shows none of its numbers,
     says it failed with the message and the log, and its claims are not evaluated. The same for a stale run (its

@@ -21,10 +21,10 @@ from .render import (CATEGORIES, LATENT_NAMES, MAX_PARTS, OCCLUDER, RENDERER_VER
                                       camera_frame, category_id, latents, render, sample_scene)
 
 # %% auto #0
-__all__ = ['SPLITS', 'MASK_OCCLUDER', 'MASKS', 'TRAJECTORY_FAMILIES', 'TRANSFORM_KINDS', 'DOWNSTREAM_TASKS', 'DATASETS',
-           'split_seed', 'Masks', 'cached_imageset', 'render_batches', 'object_meta', 'object_set', 'scene_set',
-           'crop_boxes', 'cropped_boxes_set', 'occlusion_levels', 'trajectory_set', 'transform_groups', 'factor_set',
-           'downstream_set', 'video_set', 'synthetic_dataset']
+__all__ = ['SPLITS', 'MASK_OCCLUDER', 'MASKS', 'TRAJECTORY_FAMILIES', 'TRANSFORM_KINDS', 'FACTOR_CAMERA', 'DOWNSTREAM_TASKS',
+           'DATASETS', 'split_seed', 'Masks', 'cached_imageset', 'render_batches', 'object_meta', 'object_set',
+           'scene_set', 'crop_boxes', 'cropped_boxes_set', 'occlusion_levels', 'trajectory_set', 'transform_groups',
+           'factor_set', 'downstream_set', 'video_set', 'synthetic_dataset']
 
 # %% ../../nbs/12_synthetic.ipynb #eaa7a984
 SPLITS = ("train", "val", "test")
@@ -284,11 +284,13 @@ def transform_groups(kind: str, n_groups: int = 200, length: int = 5, size: int 
     return cached_imageset(f"transform_{kind}", params, build, verify, with_masks=with_masks)
 
 # %% ../../nbs/12_synthetic.ipynb #4614ba3a
+FACTOR_CAMERA = dict(azimuth=(30, 30), elevation=(25, 25), distance=(4, 4))   # one fixed camera, as Causal3DIdent's
+
 def factor_set(n: int = 10000, size: int = 64, seed: int = 0, split: str = "train", device="cpu", verify: bool = True,
                with_masks: bool = False) -> ImageSet | tuple[ImageSet, Masks]:
-    "Causal3DIdent-style set: images with their latent factors (`LATENT_NAMES` columns), full 3D rotations."
-    return object_set(n, size, seed, split, ranges=dict(rotation_x=(-180, 180), rotation_y=(-180, 180)), device=device,
-                      verify=verify, name="factors", with_masks=with_masks)
+    "Causal3DIdent-style set: images with their latent factors (`LATENT_NAMES` columns), full 3D rotations, a fixed camera."
+    return object_set(n, size, seed, split, ranges=dict(rotation_x=(-180, 180), rotation_y=(-180, 180), **FACTOR_CAMERA),
+                      device=device, verify=verify, name="factors", with_masks=with_masks)
 
 DOWNSTREAM_TASKS = ("category", "fine_grained", "keypoints", "pose")
 
