@@ -5,12 +5,13 @@
 # %% ../../nbs/73_readouts.ipynb #fc42be4d
 from __future__ import annotations
 
-import json, warnings
+import hashlib, json, warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
 
 import numpy as np
+import pandas as pd
 import torch
 import torch.nn.functional as F
 
@@ -23,7 +24,7 @@ from ..metrics.inputs import as_features
 # %% auto #0
 __all__ = ['GOYAL_COSTS', 'AP_KINDS', 'KRR_ALPHAS', 'KRR_GAMMAS', 'FEATURE_CACHE_VERSION', 'FEATURE_FILES', 'KNNResult',
            'knn_accuracy', 'FewShotResult', 'few_shot_accuracy', 'SVMResult', 'svm_map', 'average_precision',
-           'KernelRidgeResult', 'kernel_ridge_readout', 'kernel_ridge_per_output', 'cached_features']
+           'KernelRidgeResult', 'kernel_ridge_readout', 'kernel_ridge_per_output', 'cached_features', 'images_digest']
 
 # %% ../../nbs/73_readouts.ipynb #aa12eb04
 @dataclass
@@ -292,7 +293,7 @@ def _r2_per_output(pred, true) -> torch.Tensor:
     return torch.where(ss_tot > 0, 1 - ss_res / torch.where(ss_tot > 0, ss_tot, torch.ones_like(ss_tot)), (ss_res == 0).to(ss_res.dtype))
 
 # %% ../../nbs/73_readouts.ipynb #aee6c9ca
-FEATURE_CACHE_VERSION = 1
+FEATURE_CACHE_VERSION = 2   # 2: the images' content is part of the key
 
 def cached_features(model_key: str, model, images: ImageSet, dataset: str | Mapping, layer: str | None = None, pool: str = "avg",
                     normalize: bool | tuple = False, batch_size: int = 256, runtime=None, folder=None, verify: bool = True,
@@ -303,7 +304,7 @@ def cached_features(model_key: str, model, images: ImageSet, dataset: str | Mapp
     if on_damaged not in ("recompute", "raise"): raise ValueError(f"on_damaged must be 'recompute' or 'raise', got {on_damaged!r}")
     if not isinstance(images, ImageSet): raise TypeError(f"images must be an ImageSet, got {type(images).__name__}")
     key = {"version": FEATURE_CACHE_VERSION, "model": model_key, "dataset": dataset, "n": len(images),
-           "image_shape": list(images.images.shape[1:]), "layer": layer, "pool": pool,
+           "image_shape": list(images.images.shape[1:]), "content": images_digest(images), "layer": layer, "pool": pool,
            "normalize": [list(map(float, v)) for v in normalize] if isinstance(normalize, (tuple, list)) else bool(normalize)}
     entry = Path(folder) if folder is not None else cache_dir("features")
     entry = entry / f"{_safe(model_key)}-{config_key(key)}"
@@ -319,6 +320,15 @@ def cached_features(model_key: str, model, images: ImageSet, dataset: str | Mapp
     feats.save(entry / "features")
     finish_entry(entry, key, FEATURE_FILES)
     return _read_features(entry, key, verify=False)
+
+def images_digest(images: ImageSet, chunk: int = 1 << 26) -> str:
+    "A digest of an `ImageSet`'s pixels and metadata rows: what the features were computed from, whatever it is called."
+    h = hashlib.blake2b(digest_size=16)
+    flat = np.ascontiguousarray(images.images).reshape(-1)
+    for i in range(0, len(flat), chunk): h.update(memoryview(flat[i:i + chunk]))
+    h.update(pd.util.hash_pandas_object(images.meta, index=True).to_numpy().tobytes())
+    h.update(",".join(map(str, images.meta.columns)).encode())
+    return h.hexdigest()
 
 def _safe(s: str) -> str: return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in s)[:64]
 
