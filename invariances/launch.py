@@ -9,7 +9,7 @@ import argparse, ast, contextlib, dataclasses, json, math, os, subprocess, sys, 
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import torch
+import numpy as np, torch
 
 from . import zoo
 from .runtime import Runtime
@@ -43,7 +43,7 @@ def run_settings(run: RunSpec) -> dict:
     return values | run.parameters
 
 def zoo_models(run: RunSpec) -> list[ZooModel]:
-    "The zoo models `run` asks for (see `MODEL_PARAMETERS`), in order, without repeats."
+    "The zoo models `run` asks for (see `MODEL_PARAMETERS`, and the parts of its `fusions`), in order, without repeats."
     s = run_settings(run)
     names = [n for k in MODEL_PARAMETERS for n in (s.get(k) or [])]
     if not names: return []
@@ -51,8 +51,12 @@ def zoo_models(run: RunSpec) -> list[ZooModel]:
     if unknown: raise ValueError(f"run {run.name!r}: unknown zoo model(s) {unknown}; the zoo has {list(zoo.MODELS)}")
     try: profile = get_profile(s.get("profile")).name
     except ValueError as e: raise ValueError(f"run {run.name!r}: {e}") from None
-    root = s.get("data_root")
-    return [ZooModel(n, profile, int(s.get("seed") or 0), str(root) if root else None) for n in dict.fromkeys(names)]
+    root, seed = s.get("data_root"), int(s.get("seed") or 0)
+    root = str(root) if root else None
+    try: parts = [part for f in (s.get("fusions") or []) for part in zoo.fusion_parts(f, profile, seed)]
+    except ValueError as e: raise ValueError(f"run {run.name!r}: {e}") from None
+    wanted = [(n, seed) for n in names] + parts     # a fusion's parts, at their own seeds (3xdefault: seed, seed+1, seed+2)
+    return [ZooModel(n, profile, k, root) for n, k in dict.fromkeys(wanted)]
 
 def batch_models(batch: str | Batch) -> list[ZooModel]:
     "Every zoo model the runs of `batch` need, in order of first use."
@@ -207,13 +211,13 @@ def dry_run(batch: str | Batch, only: list[str] | None = None, echo=print) -> di
     refused = parameter_errors(batch, runs)
     if refused: raise DryRunError("dry run: parameters refused:\n  " + "\n  ".join(refused.values()))
     seconds = {}
-    for run in runs:
-        t0 = time.time()
-        step = DRY_STEPS.get(run.notebook.name)
-        if step is None:
-            raise DryRunError(f"run {run.name!r}: no dry-run step for notebook {run.notebook.name}; add one to "
-                              "invariances.launch.DRY_STEPS")
-        with _scratch_cache() as scratch:
+    with _scratch_cache() as scratch:    # one cache for the whole batch: a model two runs share trains once
+        for run in runs:
+            t0 = time.time()
+            step = DRY_STEPS.get(run.notebook.name)
+            if step is None:
+                raise DryRunError(f"run {run.name!r}: no dry-run step for notebook {run.notebook.name}; add one to "
+                                  "invariances.launch.DRY_STEPS")
             settings = run_settings(run)
             try: models = zoo_models(run)
             except ValueError as e: raise DryRunError(str(e)) from None
@@ -222,15 +226,16 @@ def dry_run(batch: str | Batch, only: list[str] | None = None, echo=print) -> di
                 p = dry_profile(models[0].profile, [m.name for m in models])
                 root = fabricated_root(p, scratch / "data")
                 for m in models:
-                    try: encoders[m.name] = zoo.get(m.name, p, m.seed, root, runtime=runtime, progress=False)
+                    key = m.name if m.seed == settings.get("seed", 0) else f"{m.name}:s{m.seed}"   # a fusion's part at its seed
+                    try: encoders[key] = zoo.get(m.name, p, m.seed, root, runtime=runtime, progress=False)
                     except Exception as e:
                         raise DryRunError(f"run {run.name!r}: model {m}: {type(e).__name__}: {e}") from e
                 settings["data_root"] = root
             try: what = step(run, settings, encoders, p, runtime, scratch)
             except Exception as e:
                 raise DryRunError(f"run {run.name!r}: evaluation step of {run.notebook.name}: {type(e).__name__}: {e}") from e
-        seconds[run.name] = time.time() - t0
-        echo(f"dry run {run.name}: {len(models)} model(s) trained one step; {what} ({seconds[run.name]:.0f} s)")
+            seconds[run.name] = time.time() - t0
+            echo(f"dry run {run.name}: {len(models)} model(s) trained one step; {what} ({seconds[run.name]:.0f} s)")
     return seconds
 
 # %% ../nbs/84_launch.ipynb #ac67f257
@@ -255,5 +260,63 @@ def _runner_step(run: RunSpec, settings: dict, encoders: dict, p: Profile, runti
     if r.status != "ok": raise RuntimeError(f"{r.message}; the end of its log:\n{(r.folder / 'log.txt').read_text()[-2000:]}")
     return f"notebook executed with {DRY_SIZES.get(run.notebook.name, {})}"
 
+def _fabricate(root: str, names) -> str:
+    "Fabricated copies of data sets `names` beside the profile's under the dry run's data root."
+    from invariances.data.fixtures import make_fixture
+    from invariances.data.manifests import dataset_available
+    for name in dict.fromkeys(names):
+        if not dataset_available(name, root): make_fixture(name, root)   # the batch's runs share one scratch root
+    return root
+
+def _table3_step(run: RunSpec, settings: dict, encoders: dict, p: Profile, runtime: Runtime, scratch: Path) -> str:
+    "ericsson_table3.ipynb: every real-world column from its fabricated data set; Table 3 of all its models on 2 groups each."
+    from invariances.evaluation.invariance import _loaders, group_invariance_table, real_world_groups
+    from invariances.evaluation.tables import table2
+    root = _fabricate(settings["data_root"], [name for options in _loaders().values() for name, _, _ in options])
+    groups, sources = real_world_groups(p, 2, 2, root, settings["seed"])
+    missing = sources.loc[sources.missing != "", "transform"].tolist()
+    if missing: raise RuntimeError(f"columns {missing} found no data set under the fabricated root")
+    reference = zoo.dataset(p, "val", 4, root, seed=settings["seed"])
+    per_group = group_invariance_table(encoders, groups, reference, settings["batch_size"], runtime, labels=zoo.labels())
+    layout = table2(per_group, list(encoders), list(groups)).layout
+    return f"Table 3 ({layout.shape[0]} rows x {len(groups)} columns) on {p.image_size} px"
+
+def _table4_step(run: RunSpec, settings: dict, encoders: dict, p: Profile, runtime: Runtime, scratch: Path) -> str:
+    "ericsson_table4.ipynb: the factor task from its source; kernel ridge per factor for every model and fusion on 8 + 4 images."
+    from invariances.evaluation.linear import fuse_features
+    from invariances.evaluation.readouts import cached_features, kernel_ridge_per_output
+    from invariances.evaluation.tasks import factor_task
+    source, seed = settings["source"], settings["seed"]
+    root = _fabricate(settings["data_root"], [source] if source != "rendered" else [])
+    task = factor_task(source, p.image_size, 8, 4, root, seed)
+    def features_of(key, split):     # key: an encoder of the dry run (a part at another seed: "name:s<seed>")
+        s = task.train if split == "train" else task.test
+        return cached_features(f"dry-{key}", encoders[key], s, {"task": task.name, "split": split},
+                               batch_size=settings["batch_size"], runtime=runtime).features
+    features = {m: {split: features_of(m, split) for split in ("train", "test")} for m in settings["models"]}
+    for f in settings["fusions"]:
+        keys = [m if k == seed else f"{m}:s{k}" for m, k in zoo.fusion_parts(f, p, seed)]
+        features[f] = {split: fuse_features([features_of(k, split) for k in keys]).features for split in ("train", "test")}
+    fits = {r: kernel_ridge_per_output(f["train"], task.targets("train"), f["test"], task.targets("test"), folds=2, seed=seed)
+            for r, f in features.items()}
+    return f"Table 4 ({len(fits)} rows x {len(next(iter(fits.values())))} factors, {task.name}) on {p.image_size} px"
+
+def _tablec1_step(run: RunSpec, settings: dict, encoders: dict, p: Profile, runtime: Runtime, scratch: Path) -> str:
+    "ericsson_tablec1.ipynb: 2 views of 2 images under each policy; uniformity and ACR of every model."
+    from invariances.core import to_float_images
+    from invariances.features import extract_features
+    from invariances.metrics.similarity import average_confusion_ratio, uniformity
+    from invariances.policies import get_policy
+    images = zoo.dataset(p, "test", 2, settings["data_root"], seed=settings["seed"])
+    x = to_float_images(images.images).repeat(2, 1, 1, 1); source = np.tile(np.arange(len(images)), 2)
+    scores = []
+    for policy in settings["policies"]:
+        views = get_policy(policy, p.image_size)(x, torch.Generator().manual_seed(settings["seed"]))[0]
+        for enc in encoders.values():
+            f = extract_features(enc, [(views, None)], runtime=runtime, progress=False).features
+            scores.append((uniformity(f), average_confusion_ratio(f, source, k=1)))
+    return f"Table C.1: {len(scores)} (model, policy) pairs on {p.image_size} px"
+
 DRY_SIZES = {"runner_check.ipynb": {"n_pairs": 200}}   # what `_runner_step` shrinks (the rest is the batch's)
-DRY_STEPS = {"ericsson_table2.ipynb": _table2_step, "runner_check.ipynb": _runner_step}
+DRY_STEPS = {"ericsson_table2.ipynb": _table2_step, "ericsson_table3.ipynb": _table3_step,
+             "ericsson_table4.ipynb": _table4_step, "ericsson_tablec1.ipynb": _tablec1_step, "runner_check.ipynb": _runner_step}
