@@ -226,8 +226,7 @@ def dry_run(batch: str | Batch, only: list[str] | None = None, echo=print) -> di
                 p = dry_profile(models[0].profile, [m.name for m in models])
                 root = fabricated_root(p, scratch / "data")
                 for m in models:
-                    key = m.name if m.seed == settings.get("seed", 0) else f"{m.name}:s{m.seed}"   # a fusion's part at its seed
-                    try: encoders[key] = zoo.get(m.name, p, m.seed, root, runtime=runtime, progress=False)
+                    try: encoders[zoo.instance(m.name, m.seed, settings.get("seed") or 0)] = zoo.get(m.name, p, m.seed, root, runtime=runtime, progress=False)
                     except Exception as e:
                         raise DryRunError(f"run {run.name!r}: model {m}: {type(e).__name__}: {e}") from e
                 settings["data_root"] = root
@@ -289,13 +288,13 @@ def _table4_step(run: RunSpec, settings: dict, encoders: dict, p: Profile, runti
     source, seed = settings["source"], settings["seed"]
     root = _fabricate(settings["data_root"], [source] if source != "rendered" else [])
     task = factor_task(source, p.image_size, 8, 4, root, seed)
-    def features_of(key, split):     # key: an encoder of the dry run (a part at another seed: "name:s<seed>")
+    def features_of(key, split):     # key: an encoder of the dry run (`zoo.instance`)
         s = task.train if split == "train" else task.test
         return cached_features(f"dry-{key}", encoders[key], s, {"task": task.name, "split": split},
                                batch_size=settings["batch_size"], runtime=runtime).features
     features = {m: {split: features_of(m, split) for split in ("train", "test")} for m in settings["models"]}
     for f in settings["fusions"]:
-        keys = [m if k == seed else f"{m}:s{k}" for m, k in zoo.fusion_parts(f, p, seed)]
+        keys = [zoo.instance(m, k, seed) for m, k in zoo.fusion_parts(f, p, seed)]
         features[f] = {split: fuse_features([features_of(k, split) for k in keys]).features for split in ("train", "test")}
     fits = {r: kernel_ridge_per_output(f["train"], task.targets("train"), f["test"], task.targets("test"), folds=2, seed=seed)
             for r, f in features.items()}
@@ -317,6 +316,31 @@ def _tablec1_step(run: RunSpec, settings: dict, encoders: dict, p: Profile, runt
             scores.append((uniformity(f), average_confusion_ratio(f, source, k=1)))
     return f"Table C.1: {len(scores)} (model, policy) pairs on {p.image_size} px"
 
+def _table5_step(run: RunSpec, settings: dict, encoders: dict, p: Profile, runtime: Runtime, scratch: Path) -> str:
+    "ericsson_table5.ipynb: every transfer task from its fabricated data set; the linear readout of every model and fusion, 2 folds."
+    from invariances.evaluation.linear import fuse_features
+    from invariances.evaluation.tasks import TASK_DATA, TRANSFER_TASKS, task_readout, transfer_tasks
+    seed = settings["seed"]
+    names = settings["tasks"] or TRANSFER_TASKS["real" if p.data in zoo.REAL_FOLDERS else "rendered"]
+    root = _fabricate(settings["data_root"], [TASK_DATA[t] for t in names if t in TASK_DATA])
+    tasks, sources = transfer_tasks(p, names, None, root, seed)
+    if missing := sources.loc[sources.missing != "", "task"].tolist(): raise RuntimeError(f"tasks {missing} found no data set under the fabricated root")
+    from invariances.features import extract_features
+    from invariances.core import to_float_images
+    scores = 0
+    for name, t in tasks.items():
+        x = to_float_images(t.train.images)
+        f = {k: extract_features(e, [(x, None)], runtime=runtime, progress=False).features for k, e in encoders.items()}
+        for fusion in settings["fusions"]:
+            f[fusion] = fuse_features([f[zoo.instance(m, k, seed)] for m, k in zoo.fusion_parts(fusion, p, seed)])
+        for r in list(settings["models"]) + list(settings["fusions"]):
+            width = 1 if r in settings["fusions"] else max(1, round(zoo.get_model(r).width_multiplier))
+            task_readout(dataclasses.replace(t, train_per_class=None), f[r], None if r in settings["fusions"] else width, folds=2,
+                         seed=seed, grid_size=5)
+            scores += 1
+    return f"Table 5: {scores} readouts ({len(tasks)} tasks) on {p.image_size} px"
+
 DRY_SIZES = {"runner_check.ipynb": {"n_pairs": 200}}   # what `_runner_step` shrinks (the rest is the batch's)
 DRY_STEPS = {"ericsson_table2.ipynb": _table2_step, "ericsson_table3.ipynb": _table3_step,
-             "ericsson_table4.ipynb": _table4_step, "ericsson_tablec1.ipynb": _tablec1_step, "runner_check.ipynb": _runner_step}
+             "ericsson_table4.ipynb": _table4_step, "ericsson_table5.ipynb": _table5_step, "ericsson_tablec1.ipynb": _tablec1_step,
+             "runner_check.ipynb": _runner_step}

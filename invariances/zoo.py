@@ -25,8 +25,8 @@ from .train.methods import get_method, method_config, train
 
 # %% auto #0
 __all__ = ['DATA', 'REAL_FOLDERS', 'MODELS', 'ZOO_VERSION', 'FUSIONS', 'MODEL_FILES', 'dataset', 'data_identity', 'ZooModel',
-           'get_model', 'labels', 'model_config', 'model_key', 'model_dir', 'Fusion', 'fusion_parts', 'get',
-           'is_cached', 'weights_digest', 'training_record']
+           'get_model', 'labels', 'model_config', 'model_key', 'model_dir', 'Fusion', 'fusion_parts', 'instance',
+           'parse_instance', 'get', 'is_cached', 'weights_digest', 'training_record']
 
 # %% ../nbs/60_zoo.ipynb #ac3d997a
 def _synthetic_objects(split, n, size, root):
@@ -182,6 +182,15 @@ def fusion_parts(name: str, profile: str | Profile = "cpu", seed: int = 0) -> li
             raise ValueError(f"fusion {name!r}: its parts were trained on different {what} ("
                              + ", ".join(f"{m}: {v}" for m, v in values.items()) + "); fused features must describe the same images")
     return parts
+
+def instance(name: str, seed: int, base_seed: int = 0) -> str:
+    "How a run names zoo model `name` trained at `seed`: the bare name at the run's `base_seed`, `name@s<seed>` at another."
+    return name if seed == base_seed else f"{name}@s{seed}"
+
+def parse_instance(key: str, base_seed: int = 0) -> tuple[str, int]:
+    "The (zoo model, seed) that `instance` named `key`."
+    name, _, s = key.partition("@s")
+    return (name, int(s)) if s.isdigit() else (key, base_seed)
 
 # %% ../nbs/60_zoo.ipynb #ffa35cf8
 @contextlib.contextmanager

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 from typing import Any, Mapping, Sequence
 
+import numpy as np
 import pandas as pd
 
 from .. import zoo
@@ -16,7 +17,10 @@ from ..runtime import CPU_RUNTIMES, Runtime
 from ..models import Encoder
 from ..profiles import Profile, get_profile
 from ..runs import RunDir
+from ..data.imageset import ImageSet
 from .health import model_health
+from .linear import Fused, fuse_features
+from .readouts import cached_features
 from .tables import training_table
 
 # %% auto #0
@@ -40,24 +44,26 @@ class Experiment:
     @property
     def path(self): return self.run.path
 
-    def models(self, names: Sequence[str], health: bool = True, progress: bool = False) -> dict[str, Encoder]:
+    def models(self, names: Sequence[str | tuple[str, int]], health: bool = True, progress: bool = False) -> dict[str, Encoder]:
         """The encoders of zoo models `names` at the profile (trained once, then cached), with how each trained and,
-        with `health`, its held-out k-NN accuracy: the `training` table of the run."""
+        with `health`, its held-out k-NN accuracy: the `training` table of the run. A `(name, seed)` pair asks for the
+        model at another seed than the run's (a fusion's part); it is keyed `zoo.instance(name, seed, run seed)`."""
         if self.profile is None: raise ValueError(f"experiment {self.name!r} has no profile: it cannot load zoo models")
+        wanted = {zoo.instance(n, s, self.seed): (n, s) for n, s in ((x, self.seed) if isinstance(x, str) else x for x in names)}
         encoders = {}
-        for name in names:
-            cached = zoo.is_cached(name, self.profile, self.seed, self.data_root)
-            encoders[name] = zoo.get(name, self.profile, self.seed, self.data_root, runtime=self.runtime, progress=progress)
-            self.records[name] = zoo.training_record(name, self.profile, self.seed, self.data_root) or {}
+        for key, (name, seed) in wanted.items():
+            cached = zoo.is_cached(name, self.profile, seed, self.data_root)
+            encoders[key] = zoo.get(name, self.profile, seed, self.data_root, runtime=self.runtime, progress=progress)
+            self.records[key] = zoo.training_record(name, self.profile, seed, self.data_root) or {}
             # the cost names the model as the zoo keys it: at another budget it is another model (cost_by_paper counts each once)
-            cost_name = name if self.profile.budget == 1 else f"{name} ({self.profile.budget:g}x budget)"
-            self.train_s[cost_name] = self.records[name].get("train_seconds", 0.0)
+            cost_name = key if self.profile.budget == 1 else f"{key} ({self.profile.budget:g}x budget)"
+            self.train_s[cost_name] = self.records[key].get("train_seconds", 0.0)
             if not cached: self.train_s_in_run[cost_name] = self.train_s[cost_name]
-            print(f"{name:18s} trained in {self.train_s[cost_name] / 60:.1f} min{' (cached)' if cached else ''}")
+            print(f"{key:18s} trained in {self.train_s[cost_name] / 60:.1f} min{' (cached)' if cached else ''}")
         if health:
-            for name in names: self.health[name] = model_health(name, self.profile, self.seed, self.data_root, self.runtime)
-        self.training = training_table({n: self.records[n] for n in names}, self.profile, self.seed,
-                                       health={n: self.health[n] for n in names if n in self.health})
+            for key, (name, seed) in wanted.items(): self.health[key] = model_health(name, self.profile, seed, self.data_root, self.runtime)
+        self.training = training_table({k: self.records[k] for k in wanted}, self.profile, self.seed,
+                                       health={k: self.health[k] for k in wanted if k in self.health})
         self.table(self.training, "training")
         return encoders
 
@@ -96,8 +102,35 @@ def plot_health(exp: Experiment, title: str = ""):
     x = np.arange(len(names))
     for off, key, hatch in ((-0.2, "knn_accuracy", ""), (0.2, "linear_accuracy", "//")):
         ax.bar(x + off, [exp.health[n].get(key, np.nan) for n in names], 0.38, hatch=hatch, edgecolor="white",
-               color=[zoo.get_model(n).color if n in zoo.MODELS else "k" for n in names], label=key.replace("_", " "))
+               color=[_model_of(n).color if _model_of(n) else "k" for n in names], label=key.replace("_", " "))
     ax.axhline(exp.health[names[0]]["chance"], ls="--", c="0.4", lw=1, label="chance")
-    ax.set_xticks(x, [zoo.get_model(n).label if n in zoo.MODELS else n for n in names], fontsize=8)
+    ax.set_xticks(x, [f"{_model_of(n).label} {n.partition('@')[2]}".strip() if _model_of(n) else n for n in names], fontsize=8)
     ax.set_ylabel("held-out accuracy"); ax.legend(fontsize=7); ax.set_title(title or f"Did the models learn? ({exp.profile.name} profile)", fontsize=9)
     return fig
+
+def _model_of(key: str):
+    "The zoo record of a run's model key (`zoo.instance`: a bare name or `name@s<seed>`), None if it is not one."
+    name = key.partition("@s")[0]
+    return zoo.get_model(name) if name in zoo.MODELS else None
+
+# %% ../../nbs/78_experiment.ipynb #574e6ea0
+def _features(self, encoders: Mapping[str, Encoder], images: ImageSet, dataset: Mapping, batch_size: int = 256) -> dict[str, np.ndarray]:
+    "Features of `images` from each of `encoders` (keyed as `models` keys them), extracted once and cached; `dataset` describes the images."
+    out = {}
+    for key, enc in encoders.items():
+        name, seed = zoo.parse_instance(key, self.seed)
+        out[key] = cached_features(zoo.model_key(name, self.profile, seed, self.data_root), enc, images, dataset,
+                                   batch_size=batch_size, runtime=self.runtime).features
+    return out
+
+def _fused(self, features: Mapping[str, np.ndarray], fusions: Sequence[str]) -> dict[str, Fused]:
+    "Each fusion of `fusions`: its parts' `features` side by side, as `Fused` (which moves the linear readouts' L2 grid)."
+    out = {}
+    for f in fusions:
+        keys = [zoo.instance(m, s, self.seed) for m, s in zoo.fusion_parts(f, self.profile, self.seed)]
+        if missing := [k for k in keys if k not in features]:
+            raise ValueError(f"fusion {f!r}: no features of its parts {missing}; ask `models` for {keys}")
+        out[f] = fuse_features([features[k] for k in keys])
+    return out
+
+Experiment.features, Experiment.fused = _features, _fused

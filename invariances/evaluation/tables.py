@@ -131,14 +131,19 @@ def plot_score_table(table: pd.DataFrame, title: str = "", families: Mapping[str
 # %% ../../nbs/71_tables.ipynb #f710d812
 def training_table(records: Mapping[str, dict], profile, seed: int = 0, labels: Mapping[str, str] | None = None,
                    health: Mapping[str, dict] | None = None) -> pd.DataFrame:
-    """One row per zoo model of `records` (name -> `zoo.training_record`, `{}` if none): how it trained at `profile`;
+    """One row per zoo model of `records` (name or `zoo.instance` -> `zoo.training_record`, `{}` if none): how it trained at `profile`;
     with `health` (name -> `evaluation.health.model_health`), its k-NN accuracy on held-out data and chance, and for
     every model but the references its margin over chance against theirs (`evaluation.health.TARGETS`)."""
-    def chance(name): return getattr(zoo.model_config(name, profile, seed), "chance_loss", np.nan)
+    def chance(name):
+        model, s = zoo.parse_instance(name, seed)
+        return getattr(zoo.model_config(model, profile, s), "chance_loss", np.nan)
+    def label(name):   # a model at another seed than the run's (`zoo.instance`): its label and seed
+        model, s = zoo.parse_instance(name, seed)
+        return labels.get(name, labels.get(model, model) + (f" (seed {s})" if s != seed else ""))
     health, labels = health or {}, zoo.labels() if labels is None else labels
     rows = []
     for name, r in records.items():
-        row = {"model": labels.get(name, name), "steps": r.get("steps", 0),
+        row = {"model": label(name), "steps": r.get("steps", 0),
                "minutes, one uninterrupted run": r.get("train_seconds", 0) / 60,
                "minutes, compute spent": (r["compute_seconds"] if r.get("compute_seconds") is not None else np.nan) / 60,
                "loss, first 50 steps": r.get("first_loss", np.nan), "loss, last 50 steps": r.get("last_loss", np.nan),
