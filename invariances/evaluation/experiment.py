@@ -27,7 +27,7 @@ from .tables import training_table
 __all__ = ['MODEL_PARAMETERS', 'Experiment', 'plot_health']
 
 # %% ../../nbs/78_experiment.ipynb #2b80bab2
-MODEL_PARAMETERS = ("models", "references")   # an experiment's parameters that name zoo models (`launch` trains them ahead)
+MODEL_PARAMETERS = ("models", "references", "methods")   # an experiment's parameters that name zoo models (`launch` trains them ahead)
 
 class Experiment:
     "One run of an experiment notebook: parameters, profile, runtime, models with health and cost, tables and figures."

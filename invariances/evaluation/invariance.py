@@ -20,8 +20,9 @@ from ..metrics.similarity import ReferenceStats, alignment, group_invariance, tr
 from ..transforms import get_transform
 
 # %% auto #0
-__all__ = ['REAL_WORLD_TRANSFORMS', 'REAL_WORLD_FAMILY', 'RENDERED_CHANGE', 'invariance_table', 'transform_features',
-           'transformed_batches', 'group_invariance_table', 'group_alignment', 'real_world_groups']
+__all__ = ['REAL_WORLD_TRANSFORMS', 'REAL_WORLD_FAMILY', 'RENDERED_CHANGE', 'SHIFTED_DOMAINS', 'TEXTURE_SHIFT',
+           'invariance_table', 'transform_features', 'transformed_batches', 'group_invariance_table', 'group_alignment',
+           'real_world_groups', 'shifted_domains']
 
 # %% ../../nbs/70_invariance.ipynb #4b9a9788
 def invariance_table(encoders: Mapping[str, nn.Module], images: ImageSet, reference: ImageSet, transforms: Sequence[str],
@@ -156,4 +157,44 @@ def real_world_groups(profile, n_groups: int = 200, views: int = 5, root=None, s
     sources = pd.DataFrame(rows, columns=["transform", "source", "missing"])
     sources["groups"] = [out[t].meta.trajectory.nunique() if t in out else 0 for t in sources["transform"]]
     sources["views per group"] = [round(len(out[t]) / out[t].meta.trajectory.nunique(), 1) if t in out else 0 for t in sources["transform"]]
+    return out, sources
+
+# %% ../../nbs/70_invariance.ipynb #7be09ac6
+SHIFTED_DOMAINS = ("cluttered", "second_domain")
+TEXTURE_SHIFT = {"texture_scale": (8.0, 16.0), "background_scale": (10.0, 20.0)}   # render.DEFAULT_RANGES: (1.5, 5), (2, 8)
+
+def _domain_loaders():
+    from invariances.data.classification import load_cifar10, load_inat
+    from invariances.data.scenes import load_coco
+    from invariances.data.video import load_davis2016
+    return {   # domain -> [(dataset, what it shows, loader(root, size))], the paper's dataset first
+        "cluttered": [("coco", "COCO val2017 full images", lambda r, s: load_coco(r, "val2017", s)),
+                      ("davis-2016", "DAVIS-2016 frames: in-the-wild scenes (a stand-in for COCO)", lambda r, s: load_davis2016(r, size=s))],
+        "second_domain": [("inat2019", "iNaturalist 2019 val", lambda r, s: load_inat(r, "val", size=s)),
+                          ("cifar-10", "CIFAR-10 test: another domain (a stand-in for iNaturalist)", lambda r, s: load_cifar10(r, "test", s))]}
+
+def shifted_domains(profile, n: int = 300, root=None, seed: int = 0) -> tuple[dict[str, ImageSet], pd.DataFrame]:
+    """Figure C.2's image sets at `profile`'s size: `(domain -> ImageSet of n images, sources)` for the `SHIFTED_DOMAINS`,
+    rendered for rendered profiles, read from the data root (or a stand-in) for real ones; `sources` names the missing."""
+    from invariances import zoo
+    from invariances.profiles import get_profile
+    from invariances.data.manifests import dataset_available
+    from invariances.data.synthetic import object_set, scene_set
+    p = get_profile(profile)
+    out, rows = {}, []
+    if p.data not in zoo.REAL_FOLDERS:
+        out["cluttered"] = scene_set(n, p.image_size, seed, split="test")
+        out["second_domain"] = object_set(n, p.image_size, seed, split="test", ranges=TEXTURE_SHIFT, name="objects-texture-shift")
+        rows += [("cluttered", "rendered: 2-5 objects per scene", ""),
+                 ("second_domain", "rendered: objects with textures finer than any in training", "")]
+    else:
+        for d, options in _domain_loaders().items():
+            found = [(name, what, load) for name, what, load in options if dataset_available(name, root)]
+            if not found: rows.append((d, "", f"missing: {' or '.join(o[0] for o in options)} under the data root")); continue
+            name, what, load = found[0]
+            s = load(root, p.image_size)
+            if len(s) > n: s = s.subset(np.sort(np.random.default_rng(seed).choice(len(s), n, replace=False)))
+            out[d] = s; rows.append((d, what, ""))
+    sources = pd.DataFrame(rows, columns=["domain", "source", "missing"])
+    sources["images"] = [len(out[d]) if d in out else 0 for d in sources["domain"]]
     return out, sources

@@ -15,7 +15,8 @@ from .. import zoo
 from .health import TARGETS, margin_ratio
 
 # %% auto #0
-__all__ = ['paper_layout', 'Table2', 'table2', 'plot_invariance_profiles', 'plot_table2', 'plot_score_table', 'training_table']
+__all__ = ['paper_layout', 'Table2', 'table2', 'plot_invariance_profiles', 'plot_table2', 'plot_score_table',
+           'correlation_blocks', 'plot_parallel_coordinates', 'plot_radar', 'training_table']
 
 # %% ../../nbs/71_tables.ipynb #ef773a34
 def paper_layout(distance: pd.DataFrame, similarity: pd.DataFrame, marks: pd.DataFrame) -> pd.DataFrame:
@@ -111,12 +112,12 @@ def plot_table2(t2: Table2, title: str = ""):
 
 # %% ../../nbs/71_tables.ipynb #e31de628
 def plot_score_table(table: pd.DataFrame, title: str = "", families: Mapping[str, str] | None = None, label: str = "",
-                     vmin: float = 0.0, vmax: float = 1.0, fmt: str = "{:.2f}"):
+                     vmin: float = 0.0, vmax: float = 1.0, fmt: str = "{:.2f}", cmap: str = "viridis"):
     "A model x column table of scores as a heat map with the values written in, a white line between column families."
     import matplotlib.pyplot as plt
     cols = list(table.columns)
     fig, ax = plt.subplots(figsize=(1.1 + 0.62 * len(cols), 0.9 + 0.3 * len(table)))
-    im = ax.imshow(table.values.astype(float), cmap="viridis", aspect="auto", vmin=vmin, vmax=vmax)
+    im = ax.imshow(table.values.astype(float), cmap=cmap, aspect="auto", vmin=vmin, vmax=vmax)
     ax.set_xticks(range(len(cols)), cols, rotation=45, ha="right", fontsize=8); ax.set_yticks(range(len(table)), table.index, fontsize=8)
     for j in range(1, len(cols)):
         if families and families.get(cols[j]) != families.get(cols[j - 1]): ax.axvline(j - 0.5, color="white", lw=2)
@@ -125,6 +126,72 @@ def plot_score_table(table: pd.DataFrame, title: str = "", families: Mapping[str
         ax.text(c, r, "" if np.isnan(v) else fmt.format(v), ha="center", va="center", fontsize=7, color="white" if dark else "black")
     fig.colorbar(im, ax=ax, shrink=0.8, label=label)
     if title: ax.set_title(title, fontsize=9)
+    fig.tight_layout()
+    return fig
+
+# %% ../../nbs/71_tables.ipynb #d2afccdd
+def correlation_blocks(rho: pd.DataFrame, row_family: Mapping[str, str], col_family: Mapping[str, str],
+                       matches: Mapping[str, str]) -> pd.DataFrame:
+    """Block means of a rank-correlation matrix `rho` (rows, columns: measures). For each column family of `matches`
+    (column family -> its corresponding row family): the mean rho of its columns against the rows of the corresponding
+    family, against the rows of every other family, and 0 for comparison. Rows and columns without a family are left
+    out; NaN cells (a measure constant over the models) do not count."""
+    out = {}
+    for cfam, rfam in matches.items():
+        cols = [c for c in rho.columns if col_family.get(c) == cfam]
+        same = [r for r in rho.index if row_family.get(r) == rfam]
+        other = [r for r in rho.index if row_family.get(r) not in (None, rfam)]
+        if not (cols and same and other):
+            raise ValueError(f"column family {cfam!r}: needs columns ({cols}), rows of family {rfam!r} ({same}) and rows of another family ({other})")
+        block = lambda rows: float(np.nanmean(rho.loc[rows, cols].to_numpy(float))) if rho.loc[rows, cols].notna().any().any() else np.nan
+        out[cfam] = {"corresponding family": block(same), "other family": block(other), "no correlation": 0.0}
+    return pd.DataFrame(out).rename_axis("rows")
+
+# %% ../../nbs/71_tables.ipynb #0a7126b6
+def plot_parallel_coordinates(table: pd.DataFrame, styles: Mapping[str, dict] | None = None, title: str = ""):
+    """One line per row of `table` (models) across its columns, each column its own axis scaled to its range over the
+    rows (min and max written at its ends); `styles`: row -> matplotlib line style (default: black)."""
+    import matplotlib.pyplot as plt
+    values = table.astype(float)
+    lo, hi = values.min(), values.max()
+    scaled = (values - lo) / (hi - lo).where(hi > lo, 1.0)
+    fig, ax = plt.subplots(figsize=(1.2 + 1.1 * len(table.columns), 3.3))
+    x = np.arange(len(table.columns))
+    for j in x:
+        ax.axvline(j, color="0.75", lw=1, zorder=0)
+        ax.text(j, 1.04, f"{hi.iloc[j]:.2f}", ha="center", va="bottom", fontsize=7)
+        ax.text(j, -0.04, f"{lo.iloc[j]:.2f}", ha="center", va="top", fontsize=7)
+    for m in table.index:
+        ax.plot(x, scaled.loc[m].to_numpy(), marker="o", ms=3, label=m, **(styles or {}).get(m, {"color": "k"}))
+    ax.set_xticks(x, table.columns, rotation=30, ha="right", fontsize=8); ax.set_yticks([])
+    ax.set_ylim(-0.15, 1.15); ax.set_xlim(-0.3, len(x) - 0.7)
+    for side in ("left", "right", "top"): ax.spines[side].set_visible(False)
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    if title: ax.set_title(title, fontsize=9)
+    fig.tight_layout()
+    return fig
+
+# %% ../../nbs/71_tables.ipynb #455db5e5
+def plot_radar(panels: Mapping[str, pd.DataFrame], styles: Mapping[str, dict] | None = None, title: str = "",
+               limits: Mapping[str, tuple[float, float]] | None = None):
+    """One polar panel per `panels` item (title -> model x column table): a spoke per column, a closed line per row;
+    `limits`: panel -> (low, high) of its radius (default: the table's range)."""
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, len(panels), figsize=(3.3 * len(panels), 3.6), subplot_kw={"projection": "polar"}, squeeze=False)
+    for ax, (name, table) in zip(axes[0], panels.items()):
+        angles = np.linspace(0, 2 * np.pi, len(table.columns), endpoint=False)
+        closed = np.r_[angles, angles[:1]]
+        for m in table.index:
+            v = table.loc[m].to_numpy(float)
+            ax.plot(closed, np.r_[v, v[:1]], lw=1.5, label=m, **(styles or {}).get(m, {"color": "k"}))
+        low, high = (limits or {}).get(name, (np.nanmin(table.to_numpy(float)), np.nanmax(table.to_numpy(float))))
+        ax.set_ylim(low, high)
+        ax.set_yticks(np.linspace(low, high, 3)[1:], [f"{v:.2f}" for v in np.linspace(low, high, 3)[1:]])
+        ax.set_rlabel_position(np.degrees(np.pi / len(table.columns)))   # the radius labels between the first two spokes
+        ax.set_xticks(angles, [str(c).replace("_", " ") for c in table.columns], fontsize=6.5)
+        ax.tick_params(axis="y", labelsize=6); ax.set_title(name, fontsize=9, pad=14)
+    axes[0, -1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.05, 1.0))
+    if title: fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     return fig
 

@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -20,7 +20,7 @@ from .linear import TRAIN_PER_CLASS
 # %% auto #0
 __all__ = ['DOWNSTREAM_TASKS', 'FACTORS', 'RENDERED_FACTORS', 'FACTOR_FAMILY', 'TRANSFER_TASKS', 'TASK_FAMILY', 'TASK_DATA',
            'DownstreamTask', 'few_shot', 'downstream_task', 'factor_task', 'transfer_task', 'transfer_tasks',
-           'task_readout']
+           'task_readout', 'TransferTable', 'transfer_table']
 
 # %% ../../nbs/72_tasks.ipynb #88030280
 @dataclass
@@ -198,3 +198,32 @@ def _draw(s: ImageSet, n: int, stratify: bool, column: str, seed: int) -> np.nda
     idx = np.arange(len(s))
     keep, _ = train_test_split(idx, train_size=n, random_state=seed, stratify=s.meta[column].to_numpy() if stratify else None)
     return np.sort(keep)
+
+# %% ../../nbs/72_tasks.ipynb #cc1d0f76
+@dataclass
+class TransferTable:
+    "Table 5 at our scale: `score` (row x task and family means), `std` over the folds (row x task), one row per readout."
+    score: pd.DataFrame
+    std: pd.DataFrame
+    fits: pd.DataFrame
+
+def transfer_table(tasks: Mapping[str, DownstreamTask], features: Mapping[str, Mapping], n_fused: Mapping[str, int] | None = None,
+                   folds: int | None = None, seed: int = 0, grid_size: int = 45, labels: Mapping[str, str] | None = None) -> TransferTable:
+    """`task_readout` of every row of `features` (task -> {row: features, a `Fused` for a fused row}) on every task of
+    `tasks`; `n_fused`: row -> the fused grid a wider single model searches (Default(x3): 3); rows labelled by `labels`."""
+    fits = []
+    for name, t in tasks.items():
+        if name not in features: raise ValueError(f"no features for task {name!r} (features: {list(features)})")
+        for row, f in features[name].items():
+            res = task_readout(t, f, (n_fused or {}).get(row), folds, seed, grid_size)
+            fits.append({"model": (labels or {}).get(row, row), "task": name, "family": TASK_FAMILY[name], "metric": res.metric,
+                         "score": res.score, "std": res.std, "best_wd": res.best_wd, "chance": res.chance, "protocol": res.protocol})
+    fits = pd.DataFrame(fits)
+    order = list(dict.fromkeys(fits.model))
+    pivot = lambda v: fits.pivot(index="model", columns="task", values=v).reindex(index=order, columns=list(tasks))
+    score, std = pivot("score"), pivot("std")
+    for family, column in (("recognition", "recognition_mean"), ("spatial", "spatial_tasks_mean")):
+        cols = [t for t in tasks if TASK_FAMILY[t] == family]
+        if cols: score[column] = score[cols].mean(1)
+    score["avg"] = score[list(tasks)].mean(1)
+    return TransferTable(score, std, fits)

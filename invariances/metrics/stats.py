@@ -14,7 +14,8 @@ import pandas as pd
 from .inputs import as_paired
 
 # %% auto #0
-__all__ = ['MEASURES', 'HoeffdingResult', 'hoeffding_test', 'best_model_test', 'significance_marks', 'spearman', 'spearman_table']
+__all__ = ['MEASURES', 'HoeffdingResult', 'hoeffding_test', 'best_model_test', 'significance_marks', 'spearman', 'spearman_table',
+           'spearman_matrix']
 
 # %% ../../nbs/43_stats.ipynb #dc775137
 MEASURES = {"cosine": dict(low=-1.0, high=1.0, higher_is_more_invariant=True),
@@ -121,3 +122,15 @@ def spearman_table(df: pd.DataFrame, x: str, y: str, by: str | Sequence[str] | N
     rows = [{**dict(zip([by] if isinstance(by, str) else by, k if isinstance(k, tuple) else (k,))),
              **dict(zip(("rho", "p_value"), spearman(g[x], g[y]))), "n": len(g)} for k, g in df.groupby(by)]
     return pd.DataFrame(rows)
+
+def spearman_matrix(x: pd.DataFrame, y: pd.DataFrame) -> pd.DataFrame:
+    """Spearman's rho of every column of `x` against every column of `y` (rows: x's columns, columns: y's), over the
+    rows (models) the two share, in `x`'s order; NaN where a column is constant over them."""
+    rows = [r for r in x.index if r in y.index]
+    if len(rows) < 3: raise ValueError(f"need at least 3 shared rows for a rank correlation, got {len(rows)}: {rows}")
+    def standardised_ranks(df):
+        r = df.loc[rows].astype(float).rank()          # average ranks for ties, as scipy
+        r = r - r.mean()
+        norm = np.sqrt((r ** 2).sum())
+        return r / norm.where(norm > 0)                 # a constant column: 0/0 -> NaN, not a correlation
+    return (standardised_ranks(x).T @ standardised_ranks(y)).rename_axis(index=x.columns.name, columns=y.columns.name)
