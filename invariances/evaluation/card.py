@@ -337,27 +337,17 @@ def radar_values(m: Measurement) -> tuple[pd.Series, pd.Series]:
     return cos, (ris[col].reindex(list(TRAJECTORY_FAMILIES)) if col else pd.Series(dtype=float))
 
 def radar_figure(m: Measurement, reference: Measurement | None = None):
-    "Two radar plots: whitened cosine of the transform families and the analogues, and RIS of the trajectory families."
+    "Two radar plots (`tables.plot_radar`): whitened cosine of the transform families and the analogues, and RIS of the trajectory families."
     from matplotlib.figure import Figure
-    fig = Figure(figsize=(10, 4.6))
-    models = [(m, "tab:blue", "-")] + ([(reference, "0.45", "--")] if reference is not None else [])
-    for k, title in enumerate(("whitened cosine (1 = invariant)", "Top-25 RIS, % (higher = more invariant)")):
-        ax = fig.add_subplot(1, 2, k + 1, projection="polar")
-        for mm, colour, ls in models:
-            v = radar_values(mm)[k]
-            if v.empty: continue
-            ang = np.linspace(0, 2 * np.pi, len(v), endpoint=False)
-            ax.plot(np.r_[ang, ang[:1]], np.r_[v.values, v.values[:1]], ls, color=colour, marker="o", ms=3, label=mm.label)
-            ax.fill(np.r_[ang, ang[:1]], np.r_[v.values, v.values[:1]], color=colour, alpha=0.12)
-            ax.set_xticks(ang, [("rendered " if k == 0 and a in TRANSFORM_KINDS else "") + a.replace("_", " ") for a in v.index], fontsize=8)
-        if k == 0: ax.set_ylim(min(0.0, *(radar_values(mm)[0].min() for mm, _, _ in models)), 1.0)
-        else: ax.set_ylim(0, 100)
-        ax.set_rlabel_position(100); ax.tick_params(axis="y", labelsize=7)
-        ax.set_title(title, fontsize=10, pad=18)
-    fig.axes[0].legend(loc="lower left", bbox_to_anchor=(-0.25, -0.2), fontsize=8)
-    fig.suptitle(f"Invariance families: {m.label}", fontsize=11)
-    fig.tight_layout()
-    return fig
+    from invariances.evaluation.tables import plot_radar
+    models = [m] + ([reference] if reference is not None else [])
+    styles = {m.label: {"color": "tab:blue", "linestyle": "-"}, **({reference.label: {"color": "0.45", "linestyle": "--"}} if reference else {})}
+    cos = pd.DataFrame({mm.label: radar_values(mm)[0] for mm in models}).T.rename(columns=lambda a: ("rendered " if a in TRANSFORM_KINDS else "") + a)
+    ris = pd.DataFrame({mm.label: radar_values(mm)[1] for mm in models}).T.dropna(how="all")
+    titles = ("whitened cosine (1 = invariant)", "Top-25 RIS, % (higher = more invariant)")
+    panels = {titles[0]: cos, **({titles[1]: ris} if len(ris) else {})}
+    limits = {titles[0]: (min(0.0, float(cos.min().min())), 1.0), titles[1]: (0, 100)}
+    return plot_radar(panels, styles, f"Invariance families: {m.label}", limits, fill=0.12, figure=Figure(figsize=(10, 4.6)))
 
 def bars_figure(m: Measurement, reference: Measurement | None = None, marks: pd.Series | None = None):
     "Per-transform bars: whitened cosine and Mahalanobis distance of every synthetic transform, analogue and real set."

@@ -173,27 +173,32 @@ def plot_parallel_coordinates(table: pd.DataFrame, styles: Mapping[str, dict] | 
 
 # %% ../../nbs/71_tables.ipynb #455db5e5
 def plot_radar(panels: Mapping[str, pd.DataFrame], styles: Mapping[str, dict] | None = None, title: str = "",
-               limits: Mapping[str, tuple[float, float]] | None = None):
+               limits: Mapping[str, tuple[float, float]] | None = None, fill: float = 0.0, figure=None):
     """One polar panel per `panels` item (title -> model x column table): a spoke per column, a closed line per row;
-    `limits`: panel -> (low, high) of its radius (default: the table's range)."""
-    import matplotlib.pyplot as plt
-    fig, axes = plt.subplots(1, len(panels), figsize=(3.3 * len(panels), 3.6), subplot_kw={"projection": "polar"}, squeeze=False)
-    for ax, (name, table) in zip(axes[0], panels.items()):
+    `limits`: panel -> (low, high) of its radius (default: the table's range); `fill`: the alpha of each polygon's fill
+    (0: none); `figure`: a matplotlib `Figure` to draw into (default: a new pyplot figure)."""
+    if figure is None:
+        import matplotlib.pyplot as plt
+        figure = plt.figure(figsize=(3.3 * len(panels), 3.6))
+    axes = []
+    for k, (name, table) in enumerate(panels.items()):
+        ax = figure.add_subplot(1, len(panels), k + 1, projection="polar"); axes.append(ax)
         angles = np.linspace(0, 2 * np.pi, len(table.columns), endpoint=False)
         closed = np.r_[angles, angles[:1]]
         for m in table.index:
-            v = table.loc[m].to_numpy(float)
-            ax.plot(closed, np.r_[v, v[:1]], lw=1.5, label=m, **(styles or {}).get(m, {"color": "k"}))
+            v = table.loc[m].to_numpy(float); style = (styles or {}).get(m, {"color": "k"})
+            ax.plot(closed, np.r_[v, v[:1]], lw=1.5, marker="o", ms=2.5, label=m, **style)
+            if fill: ax.fill(closed, np.r_[v, v[:1]], color=style.get("color", "k"), alpha=fill)
         low, high = (limits or {}).get(name, (np.nanmin(table.to_numpy(float)), np.nanmax(table.to_numpy(float))))
         ax.set_ylim(low, high)
         ax.set_yticks(np.linspace(low, high, 3)[1:], [f"{v:.2f}" for v in np.linspace(low, high, 3)[1:]])
         ax.set_rlabel_position(np.degrees(np.pi / len(table.columns)))   # the radius labels between the first two spokes
         ax.set_xticks(angles, [str(c).replace("_", " ") for c in table.columns], fontsize=6.5)
         ax.tick_params(axis="y", labelsize=6); ax.set_title(name, fontsize=9, pad=14)
-    axes[0, -1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.05, 1.0))
-    if title: fig.suptitle(title, fontsize=10)
-    fig.tight_layout()
-    return fig
+    axes[-1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.05, 1.0))
+    if title: figure.suptitle(title, fontsize=10)
+    figure.tight_layout()
+    return figure
 
 # %% ../../nbs/71_tables.ipynb #f710d812
 def training_table(records: Mapping[str, dict], profile, seed: int = 0, labels: Mapping[str, str] | None = None,
