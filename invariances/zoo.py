@@ -5,12 +5,13 @@
 # %% ../nbs/60_zoo.ipynb #b3ee8059
 from __future__ import annotations
 
-import contextlib, fcntl, json
+import contextlib, fcntl, json, shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
 import numpy as np
+import torch
 import torch.distributed as dist
 
 from .core import cache_dir, config_key, data_root, tree_digest, write_json
@@ -21,12 +22,13 @@ from .data.imageset import ImageSet
 from .models import CheckpointError, Encoder, load_backbone, read_checkpoint
 from .profiles import Profile, get_profile
 from .train.loop import CHECKPOINT, init_distributed, world_info
-from .train.methods import get_method, method_config, train
+from .train.methods import SNAPSHOT_FRACTIONS, get_method, method_config, snapshot_steps, train
 
 # %% auto #0
-__all__ = ['DATA', 'REAL_FOLDERS', 'MODELS', 'ZOO_VERSION', 'FUSIONS', 'MODEL_FILES', 'dataset', 'data_identity', 'ZooModel',
-           'get_model', 'labels', 'model_config', 'model_key', 'model_dir', 'Fusion', 'fusion_parts', 'instance',
-           'parse_instance', 'get', 'is_cached', 'weights_digest', 'training_record']
+__all__ = ['DATA', 'REAL_FOLDERS', 'MODELS', 'ZOO_VERSION', 'FUSIONS', 'MODEL_FILES', 'SNAPSHOTS', 'dataset', 'data_identity',
+           'ZooModel', 'get_model', 'labels', 'model_config', 'model_key', 'model_dir', 'Fusion', 'fusion_parts',
+           'instance', 'parse_instance', 'get', 'is_cached', 'weights_digest', 'training_record', 'snapshots',
+           'snapshot_record']
 
 # %% ../nbs/60_zoo.ipynb #ac3d997a
 def _synthetic_objects(split, n, size, root):
@@ -201,6 +203,7 @@ def _locked(folder: Path):
         finally: fcntl.flock(f, fcntl.LOCK_UN)
 
 MODEL_FILES = ("backbone.pt", "backbone.json", "history.json", "zoo.json")   # what training leaves besides its resume checkpoint
+SNAPSHOTS = "snapshots"   # the folder (a sealed entry of its own) of the encoders kept along training
 
 def _label(name: str, p: Profile, seed: int) -> str: return f"zoo model {name!r} (profile {p.name}, seed {seed})"
 
@@ -228,6 +231,7 @@ def _clear_for_training(folder: Path, name: str, p: Profile, seed: int):
     except (OSError, ValueError, AttributeError): record = None
     begin_entry(folder)
     for f in MODEL_FILES: (folder / f).unlink(missing_ok=True)
+    (folder / SNAPSHOTS / MANIFEST).unlink(missing_ok=True)   # resealed at the end; a resumed run keeps the files it wrote
     ck = folder / CHECKPOINT
     if not ck.is_file(): return
     try:
@@ -255,11 +259,12 @@ def get(name: str, profile: str | Profile = "cpu", seed: int = 0, root=None, run
 def _train(folder: Path, name: str, p: Profile, seed: int, root, runtime, progress) -> Encoder:
     cfg, m = model_config(name, p, seed), get_model(name)
     train_set = dataset(p, "train", p.n_train, root, data=m.data) if get_method(m.method).trains else None
-    return train(m.method, train_set, cfg, folder, runtime=runtime, progress=progress).eval()
+    return train(m.method, train_set, cfg, folder, runtime=runtime, progress=progress, snapshots=SNAPSHOT_FRACTIONS).eval()
 
 def _finish(folder: Path, name: str, p: Profile, seed: int):
     write_json(folder / "zoo.json", {"name": name, "profile": asdict(p), "seed": seed, "key": folder.name})
     _seal(folder, name, p, seed)
+    if (folder / SNAPSHOTS).is_dir(): _seal_snapshots(folder, name, p, seed, same_as_model=True)
 
 def _get_distributed(name: str, p: Profile, seed: int, root, runtime, progress) -> Encoder:
     """`get` in every process of a torchrun group. Only rank 0 computes the key (a real data set's digest is read once,
@@ -315,3 +320,47 @@ def training_record(name: str, profile: str | Profile = "cpu", seed: int = 0, ro
         record.update(first_loss=float(loss[:w].mean()), last_loss=float(loss[-w:].mean()),
                       last_acc=float(acc[-w:].mean()), peak_acc=float(np.convolve(acc, np.ones(w) / w, "valid").max()))
     return record
+
+# %% ../nbs/60_zoo.ipynb #e3c0b61b
+def snapshots(name: str, profile: str | Profile = "cpu", seed: int = 0, root=None, runtime: Runtime | None = None,
+              progress: bool = True) -> dict[float, Encoder]:
+    """Model `name`'s encoder at each of `SNAPSHOT_FRACTIONS` of its training, `{fraction: Encoder}` (eval mode), its
+    files verified by digest; trained first if the model is not cached, and written by a second run if it lacks them."""
+    p, m = get_profile(profile), get_model(name)
+    if not get_method(m.method).trains: raise ValueError(f"zoo model {name!r} ({m.method}) is not trained: it has no snapshots")
+    get(name, p, seed, root, runtime, progress)              # trained, with its snapshots, if it is not cached
+    folder = model_dir(name, p, seed, root)
+    with _locked(folder):
+        try: rec = check_entry(folder / SNAPSHOTS)
+        except CacheError as e:
+            warn_damaged(f"snapshots of {_label(name, p, seed)}", folder / SNAPSHOTS, e, "writing them again"); rec = None
+        if rec is None: rec = _write_snapshots(folder, name, p, seed, root, runtime, progress)
+    return {float(f): load_backbone(folder / SNAPSHOTS / file).eval() for f, file in rec["fractions"]}
+
+def snapshot_record(name: str, profile: str | Profile = "cpu", seed: int = 0, root=None) -> dict | None:
+    "The sealed record of model `name`'s snapshots (steps, fractions, `same_as_model`), None if it has none yet."
+    try: return check_entry(model_dir(name, profile, seed, root) / SNAPSHOTS, verify=False)
+    except CacheError: return None
+
+def _seal_snapshots(folder: Path, name: str, p: Profile, seed: int, same_as_model: bool) -> dict:
+    "Seal `folder/snapshots`: each fraction's file (the last step kept is the run's end), and whether it ends on the model."
+    files = sorted(f.name for f in (folder / SNAPSHOTS).glob("step-*.pt"))
+    steps = {int(f[5:-3]): f for f in files}
+    if not steps: raise CacheError(f"{folder / SNAPSHOTS} holds no snapshot")
+    total, every = max(steps), model_config(name, p, seed).checkpoint_every
+    fractions = [(f, steps[snapshot_steps(total, every, (f,))[0]]) for f in SNAPSHOT_FRACTIONS]
+    info = {"name": name, "profile": p.name, "seed": seed, "steps": sorted(steps), "fractions": fractions,
+            "same_as_model": same_as_model}
+    return finish_entry(folder / SNAPSHOTS, info, [*files, *(f[:-3] + ".json" for f in files)])
+
+def _write_snapshots(folder: Path, name: str, p: Profile, seed: int, root, runtime, progress) -> dict:
+    "Train the model again in a scratch folder with snapshots kept, move them beside the model and seal them."
+    scratch, snaps = folder / "snapshot-run", folder / SNAPSHOTS
+    begin_entry(snaps)
+    enc = _train(scratch, name, p, seed, root, runtime, progress)      # resumable: a kill keeps its checkpoint
+    for f in (scratch / SNAPSHOTS).iterdir(): f.replace(snaps / f.name)
+    cached = load_backbone(folder / "backbone.pt")
+    same = all(torch.equal(v, cached.state_dict()[k]) for k, v in enc.state_dict().items())
+    rec = _seal_snapshots(folder, name, p, seed, same_as_model=same)
+    shutil.rmtree(scratch)
+    return rec

@@ -10,12 +10,14 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
+import torch.nn as nn
 
 from .. import zoo
 from ..core import seed_everything
 from ..runtime import CPU_RUNTIMES, Runtime
 from ..models import Encoder
 from ..profiles import Profile, get_profile
+from ..resolve import load_model
 from ..runs import RunDir
 from ..data.imageset import ImageSet
 from .health import model_health
@@ -40,6 +42,7 @@ class Experiment:
         self.runtime = _runtime(runtime)
         if self.profile is not None: self.run.record_data("train", zoo.data_identity(self.profile, data_root))
         self.records, self.health, self.train_s, self.train_s_in_run, self.measures = {}, {}, {}, {}, {}
+        self.external: dict[str, dict] = {}   # models that are not zoo models (`checkpoints`), by label
 
     @property
     def path(self): return self.run.path
@@ -118,9 +121,11 @@ def _features(self, encoders: Mapping[str, Encoder], images: ImageSet, dataset: 
     "Features of `images` from each of `encoders` (keyed as `models` keys them), extracted once and cached; `dataset` describes the images."
     out = {}
     for key, enc in encoders.items():
-        name, seed = zoo.parse_instance(key, self.seed)
-        out[key] = cached_features(zoo.model_key(name, self.profile, seed, self.data_root), enc, images, dataset,
-                                   batch_size=batch_size, runtime=self.runtime).features
+        if key in self.external: cache_key = self.external[key]["cache_key"]    # a checkpoint: keyed by its file's digest
+        else:
+            name, seed = zoo.parse_instance(key, self.seed)
+            cache_key = zoo.model_key(name, self.profile, seed, self.data_root)
+        out[key] = cached_features(cache_key, enc, images, dataset, batch_size=batch_size, runtime=self.runtime).features
     return out
 
 def _fused(self, features: Mapping[str, np.ndarray], fusions: Sequence[str]) -> dict[str, Fused]:
@@ -133,4 +138,28 @@ def _fused(self, features: Mapping[str, np.ndarray], fusions: Sequence[str]) -> 
         out[f] = fuse_features([features[k] for k in keys])
     return out
 
-Experiment.features, Experiment.fused = _features, _fused
+def _checkpoints(self, paths: Mapping[str, str | os.PathLike]) -> dict[str, nn.Module]:
+    """Networks that are not zoo models, keyed by their labels: `{label: checkpoint file}` (or anything
+    `resolve.load_model` takes: a torchvision or timm name with weights is given as `(name, weights file)`), e.g. the
+    published checkpoints of Ericsson et al.'s Fig. F.1. All are read at once, before any training; those that cannot
+    be read are refused together, each named by label and path. Their features are cached under the file's digest."""
+    errors, out, found = [], {}, {}
+    for label, spec in paths.items():
+        if label in zoo.MODELS or label in self.external:
+            errors.append(f"checkpoints[{label!r}]: the label is already a model of this run or the zoo; choose another"); continue
+        model, weights = (spec, None) if isinstance(spec, (str, os.PathLike)) else tuple(spec)
+        try: loaded = load_model(model, weights, profile=self.profile.name if self.profile else "cpu", seed=self.seed)
+        except (ValueError, FileNotFoundError, ImportError, OSError) as e:
+            errors.append(f"checkpoints[{label!r}] = {_shown(spec)}: {e}"); continue
+        digest = loaded.info.get("sha256") or loaded.info.get("weights_sha256")
+        if digest is None:
+            errors.append(f"checkpoints[{label!r}] = {_shown(spec)}: {loaded.description}: no weights file (an untrained network is not a checkpoint)"); continue
+        found[label] = {**loaded.info, "description": loaded.description, "cache_key": f"checkpoint-{digest}"}
+        out[label] = loaded.module
+    if errors: raise ValueError("checkpoints refused before any training:\n  " + "\n  ".join(errors))
+    for label, info in found.items(): self.external[label] = info; self.run.record_data(f"checkpoints/{label}", info)
+    return out
+
+def _shown(spec) -> str: return str(spec) if isinstance(spec, (str, os.PathLike)) else " + ".join(map(str, spec))
+
+Experiment.features, Experiment.fused, Experiment.checkpoints = _features, _fused, _checkpoints

@@ -5,10 +5,10 @@
 # %% ../../nbs/59_methods.ipynb #d9ce18e0
 from __future__ import annotations
 
-import os, time
+import math, os, time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Sequence
 
 import torch.distributed as dist
 import torch.nn as nn
@@ -26,7 +26,8 @@ from .moco import MoCo, MocoConfig
 from .supervised import Supervised, SupervisedConfig, random_model
 
 # %% auto #0
-__all__ = ['METHODS', 'MethodEntry', 'get_method', 'method_config', 'train', 'train_encoder', 'train_moco', 'train_supervised']
+__all__ = ['METHODS', 'SNAPSHOT_FRACTIONS', 'MethodEntry', 'get_method', 'method_config', 'train', 'train_encoder', 'train_moco',
+           'train_supervised', 'snapshot_steps', 'snapshot_path']
 
 # %% ../../nbs/59_methods.ipynb #e250d958
 @dataclass(frozen=True)
@@ -58,9 +59,10 @@ def method_config(name: str, profile: str | Profile, **overrides):
 
 # %% ../../nbs/59_methods.ipynb #b8a74e4b
 def train(method: str, train_set: ImageSet | None, config: EncoderConfig, out_dir: str | os.PathLike, policy=None,
-          runtime: Runtime | None = None, progress: bool = True, on_checkpoint=None) -> Encoder:
+          runtime: Runtime | None = None, progress: bool = True, on_checkpoint=None, snapshots: Sequence[float] = ()) -> Encoder:
     """Train `method` on `train_set` with `config` (resumable in `out_dir`), write `out_dir/backbone.pt`, return the encoder.
-    `on_checkpoint(step, method)` is called after every checkpoint (see `fit`), e.g. an online k-NN monitor."""
+    `on_checkpoint(step, method)` is called after every checkpoint (see `fit`), e.g. an online k-NN monitor.
+    `snapshots`: fractions of training at which the encoder is also kept (`snapshot_steps`, `snapshot_path`)."""
     entry = get_method(method)
     if not isinstance(config, entry.config):
         raise TypeError(f"method {method!r} needs a {entry.config.__name__}, got {type(config).__name__}")
@@ -70,14 +72,20 @@ def train(method: str, train_set: ImageSet | None, config: EncoderConfig, out_di
         return enc
     runtime = init_distributed(runtime)
     return train_encoder(entry.method.build(config, train_set, policy=policy), method, train_set, config, out_dir, runtime,
-                         progress, on_checkpoint)
+                         progress, on_checkpoint, snapshots)
 
 def train_encoder(method: nn.Module, method_name: str, train_set: ImageSet, config: EncoderConfig,
                   out_dir: str | os.PathLike, runtime: Runtime | None = None, progress: bool = True,
-                  on_checkpoint: Callable[[int, nn.Module], None] | None = None):
-    "`fit` a built method (resumable in `out_dir`), save its `encoder()` to `out_dir/backbone.pt` (rank 0), return it."
+                  on_checkpoint: Callable[[int, nn.Module], None] | None = None, snapshots: Sequence[float] = ()):
+    """`fit` a built method (resumable in `out_dir`), save its `encoder()` to `out_dir/backbone.pt` (rank 0), return it;
+    with `snapshots`, the encoder at those fractions of training too (`snapshot_path(out_dir, step)`)."""
     started = time.time()
     run_config = {"method": method_name, **config.identity()}
+    if snapshots:
+        keep = set(snapshot_steps(config.total_steps(len(train_set)), config.checkpoint_every, snapshots))
+        if 0 in keep and world_info()[0] == 0 and not snapshot_path(out_dir, 0).is_file():
+            _save_snapshot(method, out_dir, 0)   # as built: a resumed run's method is still its initial state here
+        on_checkpoint = _keeping_snapshots(keep, out_dir, on_checkpoint)
     out = fit(method, train_set, config, out_dir, run_config=run_config, runtime=runtime, progress=progress,
               on_checkpoint=on_checkpoint)
     enc = method.encoder()
@@ -99,3 +107,25 @@ def train_supervised(train_set: ImageSet, config: SupervisedConfig, out_dir: str
                      runtime: Runtime | None = None, progress: bool = True) -> Encoder:
     "`train('supervised', ...)`: cross-entropy on `train_set.meta['target']`; returns the encoder."
     return train("supervised", train_set, config, out_dir, policy, runtime, progress)
+
+# %% ../../nbs/59_methods.ipynb #f7514f45
+SNAPSHOT_FRACTIONS = (0, 1 / 8, 1 / 4, 1 / 2, 1)   # the zoo's: Fig. C.1's points (the paper: every 25 of 200 epochs)
+
+def snapshot_steps(total: int, checkpoint_every: int, fractions: Sequence[float] = SNAPSHOT_FRACTIONS) -> list[int]:
+    "The steps that hold the snapshots at `fractions` of `total` steps: 0, else the first checkpoint at or past `f * total`."
+    bad = [f for f in fractions if not 0 <= f <= 1]
+    if bad: raise ValueError(f"snapshot fractions must lie in [0, 1], got {bad}")
+    return sorted({0 if f == 0 else min(total, math.ceil(f * total / checkpoint_every) * checkpoint_every) for f in fractions})
+
+def snapshot_path(out_dir: str | os.PathLike, step: int) -> Path:
+    "Where a run in `out_dir` keeps its encoder at `step` (a `save_backbone` file with its sidecar)."
+    return Path(out_dir) / "snapshots" / f"step-{step:07d}.pt"
+
+def _save_snapshot(method: nn.Module, out_dir, step: int):
+    save_backbone(method.encoder(), snapshot_path(out_dir, step), extra={"step": step})
+
+def _keeping_snapshots(keep: set[int], out_dir, then: Callable | None):
+    def on_checkpoint(step, method):
+        if step in keep: _save_snapshot(method, out_dir, step)
+        if then is not None: then(step, method)
+    return on_checkpoint
