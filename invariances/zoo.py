@@ -122,6 +122,12 @@ MODELS = {m.name: m for m in [
     ZooModel("byol", "byol", policy="default", label="BYOL", color="tab:red", linestyle="-."),
     ZooModel("simsiam", "simsiam", policy="default", label="SimSiam", color="tab:brown", linestyle="-."),
     ZooModel("barlow", "barlow", policy="default", label="Barlow Twins", color="tab:pink", linestyle="-."),
+    # Xiao et al. (LooC): its MoCo baseline (crop, flip, colour, blur), that baseline with rotation added, and LooC
+    ZooModel("looc-moco", "moco", policy="moco_color", label="MoCo (LooC's views)", color="0.45"),
+    ZooModel("looc-moco-rotation", "moco", policy="moco_color_rotation", label="MoCo + rotation", color="0.45", linestyle="--"),
+    ZooModel("looc-color", "looc", overrides={"augs": ("color",)}, label="LooC (color)", color="gold"),
+    ZooModel("looc-color-rotation", "looc", overrides={"augs": ("color", "rotation")}, label="LooC (color, rotation)",
+             color="goldenrod"),
 ]}
 ZOO_VERSION = 1  # bump when training code changes what a config produces; it is part of every model's key
 

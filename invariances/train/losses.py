@@ -5,11 +5,14 @@
 # %% ../../nbs/52_losses.ipynb #016b9c60
 from __future__ import annotations
 
+from typing import Sequence
+
 import torch
 import torch.nn.functional as F
 
 # %% auto #0
-__all__ = ['moco_logits', 'infonce_loss', 'batch_infonce_loss', 'prediction_loss', 'embedding_spread', 'barlow_twins_loss']
+__all__ = ['moco_logits', 'infonce_loss', 'batch_infonce_loss', 'looc_loss', 'prediction_loss', 'embedding_spread',
+           'barlow_twins_loss']
 
 # %% ../../nbs/52_losses.ipynb #ba4d2503
 def moco_logits(q: torch.Tensor, k: torch.Tensor, queue: torch.Tensor, temperature: float) -> torch.Tensor:
@@ -42,6 +45,38 @@ def batch_infonce_loss(q: torch.Tensor, keys: torch.Tensor, temperature: float =
         logits = q.float() @ keys.float().t() / temperature
         loss = F.cross_entropy(logits, offset + torch.arange(len(q), device=q.device))
     return (loss, logits) if return_logits else loss
+
+# %% ../../nbs/52_losses.ipynb #b50bf921
+def looc_loss(q: torch.Tensor, k: torch.Tensor, temperature: float = 0.2, negatives: Sequence[torch.Tensor] | None = None,
+              offset: int = 0, return_logits: bool = False):
+    """LooC's objective (Xiao et al. 2021, Eq. 2) over n + 1 embedding spaces, averaged over the batch.
+    `q` (S, B, d): the query in each space, `k` (S, V, N, d): key view j of every image projected into space i at
+    `k[i, j]` (S = V = n + 1; N = B on one process, the gathered batch under DDP, this process's rows from `offset`).
+    Space 0's positive is key 0 and only it; space i's positive is key i, and every key of the same image (j = 0..n)
+    sits in its denominator. Negatives of space i: `negatives[i]` (its own queue, (K, d)) or, without queues, the key
+    i of every other image of the batch. Returns the loss (and the (S, B, V + negatives) logits, the positive at
+    column i of row i)."""
+    S, B, d = q.shape
+    if k.ndim != 4 or k.shape[0] != S or k.shape[1] != S or k.shape[3] != d or not 0 <= offset <= k.shape[2] - B:
+        raise ValueError(f"shapes do not match: q {tuple(q.shape)} (spaces, batch, dim), k {tuple(k.shape)} "
+                         f"(spaces, views = spaces, batch, dim), offset {offset}")
+    if negatives is not None and len(negatives) != S: raise ValueError(f"{len(negatives)} queues for {S} spaces")
+    rows = offset + torch.arange(B, device=q.device)
+    with torch.autocast(q.device.type, enabled=False):        # fp32 logits, as infonce_loss
+        q, k = q.float(), k.float()
+        same = torch.einsum("sbd,svbd->sbv", q, k[:, :, rows]) / temperature       # log E_{i,j}^+ for every view j
+        in_denominator = torch.ones(S, S, dtype=torch.bool, device=q.device); in_denominator[0, 1:] = False
+        same = same.masked_fill(~in_denominator[:, None, :], float("-inf"))           # space 0: key 0 alone
+        if negatives is None:                                    # key i of the other images of the batch
+            other = torch.einsum("sbd,snd->sbn", q, k[torch.arange(S), torch.arange(S)]) / temperature
+            other[:, torch.arange(B), rows] = float("-inf")      # the image's own key i is its positive, above
+        else:
+            other = torch.stack([q[i] @ negatives[i].float().t() for i in range(S)]) / temperature
+        logits = torch.cat([same, other], 2)
+        positive = same[torch.arange(S), :, torch.arange(S)]                          # (S, B): E_{i,i}^+
+        loss = (torch.logsumexp(logits, 2) - positive).mean()
+    return (loss, logits) if return_logits else loss
+
 
 # %% ../../nbs/52_losses.ipynb #04e7201b
 def prediction_loss(p: torch.Tensor, z: torch.Tensor) -> torch.Tensor:

@@ -21,6 +21,7 @@ from ..profiles import Profile, get_profile
 from .loop import fit, init_distributed, world_info
 from .barlow import BarlowConfig, BarlowTwins
 from .byol import BYOL, ByolConfig, SimSiam, SimSiamConfig
+from .looc import LooC, LoocConfig
 from .method import EncoderConfig
 from .moco import MoCo, MocoConfig
 from .supervised import Supervised, SupervisedConfig, random_model
@@ -46,6 +47,7 @@ METHODS = {
     "byol": MethodEntry(ByolConfig, BYOL),
     "simsiam": MethodEntry(SimSiamConfig, SimSiam),
     "barlow": MethodEntry(BarlowConfig, BarlowTwins),
+    "looc": MethodEntry(LoocConfig, LooC),
 }
 
 def get_method(name: str) -> MethodEntry:

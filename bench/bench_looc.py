@@ -1,0 +1,78 @@
+"""A LooC step (Xiao et al. 2021) with one and with three left-out augmentations, as a ratio to a MoCo-v2 step on the
+same batch, beside the floor its extra key forwards imply, in one run.
+
+    PYTHONPATH=. python bench/bench_looc.py [--steps 8] [--threads 2]
+
+The `cpu` recipe's network and batch (ResNet-18 at quarter width, 48 px, batch 256, no queue, split BatchNorm),
+rendered-size uint8 images. Timed, alternating step by step so that a shared machine's noise hits all alike:
+  * fwd:   the backbone's forward without gradient (a key view), on a ready float batch;
+  * fb:    its forward + backward (the query);
+  * looc-1, looc-3: a whole LooC step leaving out (color) and (color, rotation, texture);
+  * moco-1, moco-3: a whole MoCo-v2 step with the same augmentations, none of them left out (`moco_<augs>` views):
+    the same batch and views, so each pair differs only in the method.
+LooC adds n key forwards to MoCo's one, so its floor relative to MoCo is (fb + (n + 1) fwd) / (fb + fwd); the target
+is a measured ratio within 15 % of that floor. LooC also draws n + 2 augmented views where MoCo draws 2, which that
+floor leaves out: a second floor adds each method's measured view time. CPU time of the process (x threads) is the
+primary clock; wall beside.
+"""
+import argparse, statistics, time
+import numpy as np
+import torch
+
+from invariances.core import to_float_images
+from invariances.models import Encoder
+from invariances.runtime import Runtime
+from invariances.train.loop import _make_optimizer
+from invariances.train.looc import LooC, LoocConfig
+from invariances.train.moco import MoCo, MocoConfig
+
+def main():
+    ap = argparse.ArgumentParser(); ap.add_argument("--steps", type=int, default=8); ap.add_argument("--threads", type=int, default=2)
+    a = ap.parse_args(); torch.set_num_threads(a.threads)
+    runtime = Runtime.detect()
+    size, batch = 48, 256
+    base = dict(arch="resnet18", width=0.25, image_size=size, batch_size=batch, steps=100, lr=0.06, queue_size=0,
+                key_momentum=0.5, bn_splits=4, crop_scale_min=0.4)
+    images = np.random.default_rng(0).integers(0, 256, (batch * 2, size, size, 3), dtype=np.uint8)
+    gen = torch.Generator().manual_seed(0)
+    methods = {"moco-1": MoCo(MocoConfig(policy="moco_color", **base)), "looc-1": LooC(LoocConfig(augs=("color",), **base)),
+               "moco-3": MoCo(MocoConfig(policy="moco_color_rotation_texture", **base)),
+               "looc-3": LooC(LoocConfig(augs=("color", "rotation", "texture"), **base))}
+    opts = {}
+    for k, m in methods.items(): methods[k] = runtime.model(m).train(); opts[k] = _make_optimizer(methods[k], m.config)
+    bare = runtime.model(Encoder(methods["moco-1"].config.backbone)).train()
+    xb = runtime.images(torch.rand(batch, 3, size, size))
+    def fwd():
+        with torch.no_grad(), runtime.autocast(): bare(xb)
+    def fb():
+        with runtime.autocast(): loss = bare(xb).float().pow(2).mean()
+        loss.backward()
+    def step(k):
+        def run():
+            idx = torch.randperm(len(images), generator=gen)[:batch]
+            x = runtime.images(to_float_images(images[idx.numpy()], runtime.device))
+            with runtime.autocast(): loss, _ = methods[k](x, idx, gen)
+            opts[k].zero_grad(set_to_none=True); loss.backward(); opts[k].step(); methods[k].after_step()
+        return run
+    xv = torch.rand(batch, 3, size, size)
+    def views(k):   # the augmentation alone: MoCo draws 2 views, LooC n + 2 (the query and n + 1 keys)
+        if k.startswith("looc"): return lambda: methods[k].views(xv, gen)
+        return lambda: (methods[k].views(xv, gen), methods[k].views(xv, gen))
+    cases = {"fwd": fwd, "fb": fb, **{k: step(k) for k in methods}, **{f"views {k}": views(k) for k in methods}}
+    cpu, wall = {k: [] for k in cases}, {k: [] for k in cases}
+    for i in range(a.steps + 1):                      # the first round warms up and is dropped
+        for k, f in cases.items():
+            c0, w0 = time.process_time(), time.perf_counter(); f()
+            if i: cpu[k].append(time.process_time() - c0); wall[k].append(time.perf_counter() - w0)
+    med = {k: statistics.median(v) for k, v in cpu.items()}; medw = {k: statistics.median(v) for k, v in wall.items()}
+    print(f"runtime {runtime.path}, {a.threads} threads, batch {batch}, {size} px, median of {a.steps} steps (CPU s; wall s)")
+    for k in cases: print(f"  {k:13s} {med[k]:.3f} ({medw[k]:.3f})")
+    for k, n in (("looc-1", 1), ("looc-3", 3)):
+        for clock, m in (("CPU", med), ("wall", medw)):
+            floor = (m["fb"] + (n + 1) * m["fwd"]) / (m["fb"] + m["fwd"])
+            ratio = m[k] / m[f"moco-{n}"]
+            with_views = ((m["fb"] + (n + 1) * m["fwd"] + m[f"views {k}"]) / (m["fb"] + m["fwd"] + m[f"views moco-{n}"]))
+            print(f"{k} / moco-{n} ({clock}): {ratio:.2f}; floor {floor:.2f}: {ratio / floor:.2f}x it (target <= 1.15); "
+                  f"floor with the views {with_views:.2f}: {ratio / with_views:.2f}x it")
+
+if __name__ == "__main__": main()
