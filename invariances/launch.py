@@ -19,8 +19,8 @@ from .train.methods import get_method
 from .evaluation.experiment import MODEL_PARAMETERS
 
 # %% auto #0
-__all__ = ['FORWARDED_ENV', 'DRY_SIZES', 'DRY_STEPS', 'ZooModel', 'run_settings', 'zoo_models', 'batch_models',
-           'profile_argument', 'parse_profile', 'rendezvous_port', 'TrainJob', 'main', 'make_executor',
+__all__ = ['FORWARDED_ENV', 'FIGURE_TRANSFORMS', 'DRY_SIZES', 'DRY_STEPS', 'ZooModel', 'run_settings', 'zoo_models',
+           'batch_models', 'profile_argument', 'parse_profile', 'rendezvous_port', 'TrainJob', 'main', 'make_executor',
            'train_zoo_models', 'DryRunError', 'dry_profile', 'dry_runtime', 'fabricated_root', 'dry_run']
 
 # %% ../nbs/84_launch.ipynb #6b91a5bb
@@ -340,18 +340,20 @@ def _table5_step(run: RunSpec, settings: dict, encoders: dict, p: Profile, runti
             scores += 1
     return f"Table 5: {scores} readouts ({len(tasks)} tasks) on {p.image_size} px"
 
+FIGURE_TRANSFORMS = ("rotation", "hue")   # the figures' dry steps measure one transform per family (Table 2's step does all)
+
 def _figc1_step(run: RunSpec, settings: dict, encoders: dict, p: Profile, runtime: Runtime, scratch: Path) -> str:
-    "ericsson_figc1.ipynb: the snapshots each model's (one-step) training kept; Table 2 of all of them on 2 images x 2 values."
+    "ericsson_figc1.ipynb: the snapshots each model's (one-step) training kept; Table 2's measurement of all of them, 2 images x 2 values."
     from invariances.evaluation.invariance import invariance_table
     from invariances.transforms import TRANSFORMS
     seed, root = settings["seed"], settings["data_root"]
     snaps = {f"{m}@{f:g}": e for m in settings["models"] for f, e in zoo.snapshots(m, p, seed, root, runtime, progress=False).items()}
     images, reference = zoo.dataset(p, "test", 2, root, seed=seed), zoo.dataset(p, "val", 4, root, seed=seed)
-    per_image = invariance_table(snaps, images, reference, TRANSFORMS, 2, settings["batch_size"], runtime)
+    per_image = invariance_table(snaps, images, reference, FIGURE_TRANSFORMS, 2, settings["batch_size"], runtime)
     return f"Figure C.1: {per_image.model.nunique()} snapshots of {len(settings['models'])} models on {p.image_size} px"
 
 def _figc2_step(run: RunSpec, settings: dict, encoders: dict, p: Profile, runtime: Runtime, scratch: Path) -> str:
-    "ericsson_figc2.ipynb: both domains (the paper's COCO and iNaturalist, fabricated); Table 2 of every model on 2 images each."
+    "ericsson_figc2.ipynb: both domains (the paper's COCO and iNaturalist, fabricated); Table 2's measurement of every model on 2 images each."
     from invariances.evaluation.invariance import _domain_loaders, invariance_table, shifted_domains
     from invariances.evaluation.tables import table2
     from invariances.transforms import TRANSFORMS
@@ -361,16 +363,25 @@ def _figc2_step(run: RunSpec, settings: dict, encoders: dict, p: Profile, runtim
     if missing := sources.loc[sources.missing != "", "domain"].tolist(): raise RuntimeError(f"domains {missing} found no data set under the fabricated root")
     reference = zoo.dataset(p, "val", 4, root, seed=settings["seed"])   # the fixtures are too few for a domain's own statistics
     for d, s in domains.items():
-        table2(invariance_table(encoders, s.subset(np.arange(2)), reference, TRANSFORMS, 2, settings["batch_size"], runtime,
-                                labels=zoo.labels()), list(encoders))
+        table2(invariance_table(encoders, s.subset(np.arange(2)), reference, FIGURE_TRANSFORMS, 2, settings["batch_size"], runtime,
+                                labels=zoo.labels()), list(encoders), FIGURE_TRANSFORMS)
     return f"Figure C.2: Table 2 on {len(domains)} domains ({'; '.join(sources.source)}) on {p.image_size} px"
 
 def _figures_step(run: RunSpec, settings: dict, encoders: dict, p: Profile, runtime: Runtime, scratch: Path) -> str:
-    "ericsson_figures.ipynb: Tables 2, 3 and 5's steps over its models and methods; every checkpoint of F.1 read."
+    """ericsson_figures.ipynb: every checkpoint of F.1 read; Table 2's measurement of its models and methods and their
+    rank correlation (the tables' own dry steps run Tables 2, 3 and 5 in full)."""
+    from invariances.evaluation.invariance import invariance_table
+    from invariances.evaluation.tables import table2
+    from invariances.metrics.stats import spearman_matrix
     from invariances.resolve import load_model
     for label, path in (settings.get("checkpoints") or {}).items(): load_model(path, profile=p.name)   # refused here if unreadable
-    both = {**settings, "models": list(dict.fromkeys(list(settings["models"]) + list(settings["methods"])))}
-    return "; ".join(step(run, both, encoders, p, runtime, scratch).split(" (")[0] for step in (_table2_step, _table3_step, _table5_step))
+    images = zoo.dataset(p, "test", 2, settings["data_root"], seed=settings["seed"])
+    reference = zoo.dataset(p, "val", 4, settings["data_root"], seed=settings["seed"])
+    singles = list(dict.fromkeys(list(settings["models"]) + list(settings["methods"])))
+    sim = table2(invariance_table({m: encoders[m] for m in singles}, images, reference, FIGURE_TRANSFORMS, 2, settings["batch_size"],
+                                  runtime), singles, FIGURE_TRANSFORMS, labels={}).similarity
+    rho = spearman_matrix(sim, sim)
+    return f"Figures: {len(singles)} models x {len(FIGURE_TRANSFORMS)} transforms, a {rho.shape[0]} x {rho.shape[1]} rank correlation, on {p.image_size} px"
 
 DRY_SIZES = {"runner_check.ipynb": {"n_pairs": 200}}   # what `_runner_step` shrinks (the rest is the batch's)
 DRY_STEPS = {"ericsson_table2.ipynb": _table2_step, "ericsson_table3.ipynb": _table3_step,
