@@ -22,7 +22,7 @@ from .data.imageset import ImageSet
 from .models import CheckpointError, Encoder, load_backbone, read_checkpoint
 from .profiles import Profile, get_profile
 from .train.loop import CHECKPOINT, init_distributed, world_info
-from .train.methods import SNAPSHOT_FRACTIONS, get_method, method_config, snapshot_steps, train
+from .train.methods import SNAPSHOT_DIR, SNAPSHOT_FRACTIONS, get_method, method_config, snapshot_step, snapshot_steps, train
 
 # %% auto #0
 __all__ = ['DATA', 'REAL_FOLDERS', 'MODELS', 'ZOO_VERSION', 'FUSIONS', 'MODEL_FILES', 'SNAPSHOTS', 'dataset', 'data_identity',
@@ -209,7 +209,7 @@ def _locked(folder: Path):
         finally: fcntl.flock(f, fcntl.LOCK_UN)
 
 MODEL_FILES = ("backbone.pt", "backbone.json", "history.json", "zoo.json")   # what training leaves besides its resume checkpoint
-SNAPSHOTS = "snapshots"   # the folder (a sealed entry of its own) of the encoders kept along training
+SNAPSHOTS = SNAPSHOT_DIR   # the folder (a sealed entry of its own) of the encoders kept along training
 
 def _label(name: str, p: Profile, seed: int) -> str: return f"zoo model {name!r} (profile {p.name}, seed {seed})"
 
@@ -351,7 +351,7 @@ def snapshot_record(name: str, profile: str | Profile = "cpu", seed: int = 0, ro
 def _seal_snapshots(folder: Path, name: str, p: Profile, seed: int, same_as_model: bool) -> dict:
     "Seal `folder/snapshots`: each fraction's file (the last step kept is the run's end), and whether it ends on the model."
     files = sorted(f.name for f in (folder / SNAPSHOTS).glob("step-*.pt"))
-    steps = {int(f[5:-3]): f for f in files}
+    steps = {snapshot_step(f): f for f in files}
     if not steps: raise CacheError(f"{folder / SNAPSHOTS} holds no snapshot")
     total, every = max(steps), model_config(name, p, seed).checkpoint_every
     fractions = [(f, steps[snapshot_steps(total, every, (f,))[0]]) for f in SNAPSHOT_FRACTIONS]

@@ -27,8 +27,8 @@ from .moco import MoCo, MocoConfig
 from .supervised import Supervised, SupervisedConfig, random_model
 
 # %% auto #0
-__all__ = ['METHODS', 'SNAPSHOT_FRACTIONS', 'MethodEntry', 'get_method', 'method_config', 'train', 'train_encoder', 'train_moco',
-           'train_supervised', 'snapshot_steps', 'snapshot_path']
+__all__ = ['METHODS', 'SNAPSHOT_FRACTIONS', 'SNAPSHOT_DIR', 'MethodEntry', 'get_method', 'method_config', 'train',
+           'train_encoder', 'train_moco', 'train_supervised', 'snapshot_steps', 'snapshot_path', 'snapshot_step']
 
 # %% ../../nbs/59_methods.ipynb #e250d958
 @dataclass(frozen=True)
@@ -119,9 +119,15 @@ def snapshot_steps(total: int, checkpoint_every: int, fractions: Sequence[float]
     if bad: raise ValueError(f"snapshot fractions must lie in [0, 1], got {bad}")
     return sorted({0 if f == 0 else min(total, math.ceil(f * total / checkpoint_every) * checkpoint_every) for f in fractions})
 
+SNAPSHOT_DIR = "snapshots"   # beside a run's checkpoint
+
 def snapshot_path(out_dir: str | os.PathLike, step: int) -> Path:
     "Where a run in `out_dir` keeps its encoder at `step` (a `save_backbone` file with its sidecar)."
-    return Path(out_dir) / "snapshots" / f"step-{step:07d}.pt"
+    return Path(out_dir) / SNAPSHOT_DIR / f"step-{step:07d}.pt"
+
+def snapshot_step(path: str | os.PathLike) -> int:
+    "The step of a snapshot file `snapshot_path` named."
+    return int(Path(path).stem.removeprefix("step-"))
 
 def _save_snapshot(method: nn.Module, out_dir, step: int):
     save_backbone(method.encoder(), snapshot_path(out_dir, step), extra={"step": step})
