@@ -53,7 +53,7 @@ def bench_case(name, arch, width, small_stem, size, batch, steps, runtime, queue
                      lr=0.06, queue_size=queue, key_momentum=0.99, bn_splits=4)
     moco = runtime.model(MoCo(cfg, get_policy("default", size))).train()
     opt_m = _make_optimizer(moco, cfg)
-    gen = torch.Generator().manual_seed(0)
+    gen = torch.Generator().manual_seed(0)   # augmentation randomness on the CPU, as `fit` draws it
     bare = runtime.model(Encoder(BackboneConfig(arch, width, small_stem))).train()
     opt_b = torch.optim.SGD(bare.parameters(), lr=0.01, momentum=0.9, weight_decay=1e-4)
     xb = runtime.images(torch.rand(batch, 3, size, size))

@@ -192,7 +192,9 @@ def _scratch_cache():
             else: os.environ["INVARIANCES_CACHE"] = old
 
 def dry_runtime() -> Runtime:
-    "What the gpu batch computes with on CUDA (bf16 autocast, channels_last; `Runtime.detect`), here on the CPU."
+    """What the gpu batch computes with: CUDA itself where a GPU is present (`Runtime.detect`: bf16 autocast,
+    channels_last), elsewhere the same precision and memory format on the CPU."""
+    if torch.cuda.is_available(): return Runtime.detect("cuda")
     return Runtime.cpu("bf16+channels_last", "dry run: the CUDA runtime's precision on the CPU")
 
 def fabricated_root(profile: Profile, folder: Path) -> str | None:

@@ -111,3 +111,26 @@ def test_moco_learns_instance_discrimination_when_views_are_nearly_identical(tmp
     early, late = history[10:30], history[-20:]
     assert np.mean([h["acc"] for h in late]) > 0.4, [round(h["acc"], 2) for h in late]
     assert np.mean([h["loss"] for h in late]) < np.mean([h["loss"] for h in early]) - 1.0
+
+
+DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])   # a GPU machine runs every case on CUDA too
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("method", ["supervised", "moco", "byol", "simsiam", "barlow", "looc"])
+def test_every_method_trains_two_steps_on_each_device(tmp_path, method, device):
+    """Each trained method of the registry through `train` on the device's own runtime (on CUDA: bf16 autocast; split
+    BatchNorm in NCHW). On an H100 this is where a CUDA generator in `fit` met the policies' CPU draws and failed."""
+    import numpy as np, pandas as pd
+    from invariances.data.imageset import ImageSet
+    from invariances.profiles import get_profile
+    from invariances.runtime import Runtime
+    from invariances.train.methods import method_config, train
+    rng = np.random.default_rng(0)
+    data = ImageSet(rng.integers(0, 256, (32, 32, 32, 3), dtype=np.uint8), pd.DataFrame({"target": rng.integers(0, 4, 32)}))
+    config = method_config(method, get_profile("smoke"), steps=2, batch_size=16, checkpoint_every=1)
+    runtime = Runtime.detect(device, measure=False)
+    enc = train(method, data, config, tmp_path, runtime=runtime, progress=False)
+    assert (tmp_path / "backbone.pt").is_file()
+    feats = enc.to(device)(torch.rand(2, 3, 32, 32, device=device))
+    assert feats.shape[0] == 2 and torch.isfinite(feats).all()

@@ -65,5 +65,5 @@ class KeyQueue(nn.Module):
 # %% ../../nbs/53_momentum.ipynb #c08b477f
 def batch_shuffle(n: int, generator: torch.Generator | None = None, device=None) -> tuple[torch.Tensor, torch.Tensor]:
     "A random permutation of a batch of `n` and its inverse: forward the keys as `f(x[perm])[inverse]`."
-    perm = torch.randperm(n, generator=generator, device=device)
+    perm = torch.randperm(n, generator=generator).to(device)   # drawn where the generator is (the CPU: `fit`'s)
     return perm, torch.argsort(perm)
