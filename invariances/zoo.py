@@ -122,9 +122,13 @@ MODELS = {m.name: m for m in [
     ZooModel("byol", "byol", policy="default", label="BYOL", color="tab:red", linestyle="-."),
     ZooModel("simsiam", "simsiam", policy="default", label="SimSiam", color="tab:brown", linestyle="-."),
     ZooModel("barlow", "barlow", policy="default", label="Barlow Twins", color="tab:pink", linestyle="-."),
-    # Xiao et al. (LooC): its MoCo baseline (crop, flip, colour, blur), that baseline with rotation added, and LooC
+    # Xiao et al. (LooC): its MoCo baseline (crop, flip, colour, blur), that baseline with rotation added (also with the
+    # same rotation for query and key: Table 1), and LooC (its views MoCo's plus the augmentations it leaves out)
     ZooModel("looc-moco", "moco", policy="moco_color", label="MoCo (LooC's views)", color="0.45"),
     ZooModel("looc-moco-rotation", "moco", policy="moco_color_rotation", label="MoCo + rotation", color="0.45", linestyle="--"),
+    ZooModel("looc-moco-rotation-same", "moco", policy="moco_color_rotation", overrides={"shared_augs": ("rotation",)},
+             label="MoCo + rotation (same for q and k)", color="0.45", linestyle=":"),
+    ZooModel("looc-rotation", "looc", overrides={"augs": ("rotation",)}, label="LooC (rotation)", color="darkkhaki"),
     ZooModel("looc-color", "looc", overrides={"augs": ("color",)}, label="LooC (color)", color="gold"),
     ZooModel("looc-color-rotation", "looc", overrides={"augs": ("color", "rotation")}, label="LooC (color, rotation)",
              color="goldenrod"),

@@ -30,20 +30,14 @@ __all__ = ['looc_views', 'LoocConfig', 'LooC']
 
 # %% ../../nbs/56_looc.ipynb #93a4a146
 def looc_views(x: torch.Tensor, policy: Policy | str, augs: Sequence[str] | int | None = None,
-               generator: torch.Generator | None = None, mode: str = "leave_one_out", share: Sequence[str] = ("rotation",),
-               size: int = DEFAULT_IMAGE_SIZE):
+               generator: torch.Generator | None = None, mode: str = "leave_one_out", size: int = DEFAULT_IMAGE_SIZE):
     """LooC views of `x`: `(query, [key_0, key_1, ..., key_n], {"query": params, "keys": [params, ...]})`.
     `augs`: the leave-one-out augmentation names (default `policy.looc_augs`), or an int n for the first n of them."""
     if isinstance(policy, str): policy = get_policy(policy, size)
-    if mode not in ("leave_one_out", "add_one", "same"): raise ValueError(f"unknown LooC mode {mode!r}; choose leave_one_out, add_one or same")
+    if mode not in ("leave_one_out", "add_one"): raise ValueError(f"unknown LooC mode {mode!r}; choose leave_one_out or add_one")
     g = generator if generator is not None else new_generator()
     check_images(x)
     n = x.shape[0]
-    if mode == "same":
-        for a in share: policy[a]  # raises KeyError naming the augmentation
-        q, pq = policy(x, g)
-        k, pk = policy(x, g, params={a: pq[a] for a in share})
-        return q, [k], {"query": pq, "keys": [pk]}
     loo = list(getattr(policy, "looc_augs", ())) if augs is None else augs
     if isinstance(loo, int):
         if not 0 <= loo <= len(policy.looc_augs): raise ValueError(f"n_aug={loo} but policy {policy.name!r} has looc_augs {policy.looc_augs}")
@@ -64,7 +58,7 @@ class LoocConfig(MocoConfig):
     "Everything that defines a LooC run: MoCo-v2's, plus the augmentations left out (one embedding space each)."
     augs: tuple[str, ...] = ("color", "rotation")   # a subset of LOOC_AUGS, in that order
     mode: str = "leave_one_out"                     # or "add_one" (Table E.1)
-    policy: str = ""                                # derived from `augs`: looc_<augs>
+    policy: str = ""                                # derived from `augs`: looc_<color + augs> (see below)
 
     def __post_init__(self):
         super().__post_init__()
@@ -73,8 +67,10 @@ class LoocConfig(MocoConfig):
         if bad := [a for a in augs if a not in LOOC_AUGS]: raise ValueError(f"unknown LooC augmentation(s) {bad}; choose from {LOOC_AUGS}")
         if len(set(augs)) != len(augs): raise ValueError(f"augs {augs} repeats an augmentation")
         if self.mode not in ("leave_one_out", "add_one"): raise ValueError(f"unknown LooC mode {self.mode!r}; choose leave_one_out or add_one")
+        if self.shared_augs: raise ValueError(f"shared_augs {self.shared_augs} is MoCo's (one key); LooC's keys share `augs`")
         self.augs = tuple(a for a in LOOC_AUGS if a in augs)   # one order, so one model has one key
-        want = "looc_" + "_".join(self.augs)
+        # the views are MoCo's (colour included, drawn independently unless left out) plus the augmentations left out
+        want = "looc_" + "_".join(a for a in LOOC_AUGS if a in {"color", *self.augs})
         if self.policy and self.policy != want: raise ValueError(f"policy {self.policy!r} does not hold augs {self.augs}: LooC's is {want!r}")
         self.policy = want
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass, fields
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, Sequence, runtime_checkable
 
 import torch
 import torch.nn as nn
@@ -102,6 +102,17 @@ class MethodBase(nn.Module):
         if v.shape[-2:] != (self.config.image_size,) * 2:
             raise ValueError(f"policy returned views of size {tuple(v.shape[-2:])}, config.image_size is {self.config.image_size}")
         return v
+
+    def view_pair(self, x: torch.Tensor, generator: torch.Generator | None = None, shared: Sequence[str] = ()):
+        """Two views of each image of `x`: independent draws of the policy, except that the second copies the first's
+        parameters of the augmentations named in `shared` (MoCo with the same rotation for query and key: Xiao et al.
+        2021, Table 1). Without `shared`, exactly two calls of `views`: the same draws, the same views."""
+        if not shared: return self.views(x, generator), self.views(x, generator)
+        q, params = self.policy(x, generator=generator)
+        k, _ = self.policy(x, generator=generator, params={a: params[a] for a in shared})
+        if q.shape[-2:] != (self.config.image_size,) * 2:
+            raise ValueError(f"policy returned views of size {tuple(q.shape[-2:])}, config.image_size is {self.config.image_size}")
+        return q, k
 
     def batch(self, train_set: ImageSet, idx: torch.Tensor, runtime: Runtime):
         "The step's images as a float batch on the device (override for frame pairs, crops, tracks, ...)."

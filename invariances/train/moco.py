@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import ClassVar
 from functools import partial
 
 import torch
@@ -16,6 +17,7 @@ import torch.distributed as dist
 
 from ..core import run_concurrently
 from ..models import Encoder, ProjectionHead, SplitBatchNorm
+from ..policies import Policy
 from .loop import all_gather_cat, is_distributed
 from .losses import batch_infonce_loss, infonce_loss
 from .method import EncoderConfig, MethodBase, SSL_VIEWS
@@ -38,8 +40,11 @@ class MocoConfig(EncoderConfig):
     proj_dim: int = 128
     proj_hidden: int | None = None
     bn_splits: int = 8
+    shared_augs: tuple[str, ...] = ()   # augmentations the key copies from the query (Xiao et al. Table 1: the same rotation)
+    LATE_FIELDS: ClassVar[tuple[str, ...]] = EncoderConfig.LATE_FIELDS + ("shared_augs",)   # () keeps earlier keys
 
     def __post_init__(self):
+        self.shared_augs = (self.shared_augs,) if isinstance(self.shared_augs, str) else tuple(self.shared_augs)
         if self.batch_size % self.bn_splits:
             raise ValueError(f"batch_size {self.batch_size} must be divisible by bn_splits {self.bn_splits}")
         if not 0 <= self.key_momentum < 1: raise ValueError(f"key_momentum must be in [0, 1), got {self.key_momentum}")
@@ -80,10 +85,13 @@ class MoCo(MethodBase):
             queue = KeyQueue(config.queue_size, config.proj_dim)
         self.encoder_k, self.head_k = momentum_copy(self.encoder_q), momentum_copy(self.head_q)
         self.queue = queue
+        for a in config.shared_augs:   # an augmentation the policy does not have: refused here, naming it and the policy's
+            if not isinstance(self.policy, Policy): raise TypeError(f"shared_augs {config.shared_augs} needs a Policy, got {type(self.policy).__name__}")
+            self.policy[a]
         self._register_load_state_dict_pre_hook(_queue_from_buffers)
 
     def forward(self, x: torch.Tensor, idx: torch.Tensor | None = None, generator: torch.Generator | None = None):
-        view_q, view_k = self.views(x, generator), self.views(x, generator)
+        view_q, view_k = self.view_pair(x, generator, self.config.shared_augs)
         perm, inverse = batch_shuffle(len(x), generator, x.device)   # shuffled BN groups for the keys
         def queries(): return F.normalize(self.head_q(self.encoder_q(view_q)).float(), dim=1)
         @torch.no_grad()
