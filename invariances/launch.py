@@ -386,7 +386,20 @@ def _figures_step(run: RunSpec, settings: dict, encoders: dict, p: Profile, runt
     return f"Figures: {len(singles)} models x {len(FIGURE_TRANSFORMS)} transforms, a {rho.shape[0]} x {rho.shape[1]} rank correlation, on {p.image_size} px"
 
 DRY_SIZES = {"runner_check.ipynb": {"n_pairs": 200}}   # what `_runner_step` shrinks (the rest is the batch's)
+def _xiao_table1_step(run: RunSpec, settings: dict, encoders: dict, p: Profile, runtime: Runtime, scratch: Path) -> str:
+    "xiao_table1.ipynb: 8 images turned by `rotated`; every model's features of them and a top-1/top-5 readout, 2 folds."
+    from invariances.core import to_float_images
+    from invariances.evaluation.linear import topk_readout, wd_grid
+    from invariances.evaluation.tasks import rotated
+    from invariances.features import extract_features
+    turned = rotated(zoo.dataset(p, "test", 8, settings["data_root"], seed=settings["seed"]), settings["seed"])
+    labels = np.arange(8) % 2   # two classes of 4, so that 2 folds can stratify (the dry run checks the calls, not accuracy)
+    for enc in encoders.values():
+        f = extract_features(enc, [(to_float_images(turned.images), None)], runtime=runtime, progress=False).features
+        topk_readout(f, labels, f, labels, ks=(1, 5), wds=wd_grid(1, 5), folds=2)
+    return f"Table 1: {len(encoders)} models' readouts of 8 turned images on {p.image_size} px"
+
 DRY_STEPS = {"ericsson_table2.ipynb": _table2_step, "ericsson_table3.ipynb": _table3_step,
              "ericsson_table4.ipynb": _table4_step, "ericsson_table5.ipynb": _table5_step, "ericsson_tablec1.ipynb": _tablec1_step,
              "ericsson_figures.ipynb": _figures_step, "ericsson_figc1.ipynb": _figc1_step, "ericsson_figc2.ipynb": _figc2_step,
-             "runner_check.ipynb": _runner_step}
+             "runner_check.ipynb": _runner_step, "xiao_table1.ipynb": _xiao_table1_step}

@@ -20,7 +20,7 @@ from .linear import TRAIN_PER_CLASS
 # %% auto #0
 __all__ = ['DOWNSTREAM_TASKS', 'FACTORS', 'RENDERED_FACTORS', 'FACTOR_FAMILY', 'TRANSFER_TASKS', 'TASK_FAMILY', 'TASK_DATA',
            'DownstreamTask', 'few_shot', 'downstream_task', 'factor_task', 'transfer_task', 'transfer_tasks',
-           'task_readout', 'TransferTable', 'transfer_table']
+           'task_readout', 'TransferTable', 'transfer_table', 'rotated']
 
 # %% ../../nbs/72_tasks.ipynb #88030280
 @dataclass
@@ -227,3 +227,15 @@ def transfer_table(tasks: Mapping[str, DownstreamTask], features: Mapping[str, M
         if cols: score[column] = score[cols].mean(1)
     score["avg"] = score[list(tasks)].mean(1)
     return TransferTable(score, std, fits)
+
+# %% ../../nbs/72_tasks.ipynb #b7d2e002
+def rotated(s: ImageSet, seed: int = 0) -> ImageSet:
+    """Every image of `s` turned counter-clockwise by a random multiple of 90 degrees (seeded, uniform over 0-3 quarter
+    turns); the turns in a `rotation` column of a copy of its metadata."""
+    images = np.asarray(s.images)
+    if images.shape[1] != images.shape[2]: raise ValueError(f"{s.name}: rotated needs square images, got {images.shape[1]}x{images.shape[2]}")
+    turns = np.random.default_rng(seed).integers(0, 4, len(s))
+    out = images.copy()
+    for q in (1, 2, 3): out[turns == q] = np.rot90(images[turns == q], q, axes=(1, 2))
+    meta = s.meta.copy(); meta["rotation"] = turns
+    return ImageSet(out, meta, f"{s.name} (rotated)")
