@@ -58,7 +58,7 @@ class LoocConfig(MocoConfig):
     "Everything that defines a LooC run: MoCo-v2's, plus the augmentations left out (one embedding space each)."
     augs: tuple[str, ...] = ("color", "rotation")   # a subset of LOOC_AUGS, in that order
     mode: str = "leave_one_out"                     # or "add_one" (Table E.1)
-    policy: str = ""                                # derived from `augs`: looc_<color + augs> (see below)
+    policy: str = ""                                # derived from `augs`: looc_<color + augs> (the notebook says why)
 
     def __post_init__(self):
         super().__post_init__()
