@@ -81,7 +81,7 @@ class Runtime:
         in channels_last (`bench/bench_gpu.py`, `bench/RESULTS.md`). On a CPU the probe times a split-BN step itself."""
         if self.device.type != "cuda" or not self.channels_last: return self
         if not any(isinstance(m, SplitBatchNorm) and m.num_splits > 1 for m in module.modules()): return self
-        return replace(self, channels_last=False, selected_by=f"{self.selected_by}; NCHW for split BatchNorm")
+        return replace(self, channels_last=False, selected_by="; ".join(filter(None, (self.selected_by, "NCHW for split BatchNorm"))))
 
     def images(self, x: torch.Tensor) -> torch.Tensor:
         "Move an image batch (N,C,H,W) to the device (and memory format) of this runtime."

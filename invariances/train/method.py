@@ -98,10 +98,7 @@ class MethodBase(nn.Module):
 
     def views(self, x: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
         "One augmented view of each image of `x`, at `config.image_size`."
-        v, _ = self.policy(x, generator=generator)
-        if v.shape[-2:] != (self.config.image_size,) * 2:
-            raise ValueError(f"policy returned views of size {tuple(v.shape[-2:])}, config.image_size is {self.config.image_size}")
-        return v
+        return self._sized(self.policy(x, generator=generator)[0])
 
     def view_pair(self, x: torch.Tensor, generator: torch.Generator | None = None, shared: Sequence[str] = ()):
         """Two views of each image of `x`: independent draws of the policy, except that the second copies the first's
@@ -110,9 +107,12 @@ class MethodBase(nn.Module):
         if not shared: return self.views(x, generator), self.views(x, generator)
         q, params = self.policy(x, generator=generator)
         k, _ = self.policy(x, generator=generator, params={a: params[a] for a in shared})
-        if q.shape[-2:] != (self.config.image_size,) * 2:
-            raise ValueError(f"policy returned views of size {tuple(q.shape[-2:])}, config.image_size is {self.config.image_size}")
-        return q, k
+        return self._sized(q), self._sized(k)
+
+    def _sized(self, v: torch.Tensor) -> torch.Tensor:
+        if v.shape[-2:] != (self.config.image_size,) * 2:
+            raise ValueError(f"policy returned views of size {tuple(v.shape[-2:])}, config.image_size is {self.config.image_size}")
+        return v
 
     def batch(self, train_set: ImageSet, idx: torch.Tensor, runtime: Runtime):
         "The step's images as a float batch on the device (override for frame pairs, crops, tracks, ...)."
