@@ -110,7 +110,7 @@ def recipe_run(name: str, profile="cpu", overrides: dict | None = None, evaluati
     write_json(record_path, record)
     finish_entry(folder, {"recipe": label}, ["recipe.json"], RECIPE_MANIFEST)
     shutil.rmtree(folder / "run", ignore_errors=True)
-    return record
+    return json.loads(record_path.read_text())   # as a cache hit returns it (JSON: a config's tuples read back as lists)
 
 # %% ../../nbs/76_recipe.ipynb #3aac4950
 GRID_KEYS = ("evaluations", "seeds", "axis")   # an entry's keys that are not config fields
