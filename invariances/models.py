@@ -18,10 +18,11 @@ from torchvision.models import resnet as tv_resnet
 from .core import IMAGENET_MEAN, IMAGENET_STD, save_torch, write_json
 
 # %% auto #0
-__all__ = ['ARCHS', 'BackboneConfig', 'make_resnet', 'separable_max_pool2d', 'MaxPool2d', 'Encoder', 'ProjectionHead',
-           'SplitBatchNorm', 'FeatureTaps', 'tap_features', 'FusedEncoder', 'CheckpointError', 'read_checkpoint',
-           'sidecar_path', 'save_backbone', 'load_backbone', 'encoder_from_state_dict', 'infer_backbone_config',
-           'import_moco_checkpoint', 'import_torchvision_weights', 'import_vissl_checkpoint', 'load_public_checkpoint']
+__all__ = ['ARCHS', 'BackboneConfig', 'ParallelStage', 'make_resnet', 'separable_max_pool2d', 'MaxPool2d', 'Encoder',
+           'ProjectionHead', 'SplitBatchNorm', 'FeatureTaps', 'tap_features', 'FusedEncoder', 'CheckpointError',
+           'read_checkpoint', 'sidecar_path', 'save_backbone', 'load_backbone', 'encoder_from_state_dict',
+           'infer_backbone_config', 'import_moco_checkpoint', 'import_torchvision_weights', 'import_vissl_checkpoint',
+           'load_public_checkpoint']
 
 # %% ../nbs/30_models.ipynb #27580cb7
 ARCHS = {"resnet18": (tv_resnet.BasicBlock, [2, 2, 2, 2]), "resnet34": (tv_resnet.BasicBlock, [3, 4, 6, 3]),
@@ -29,10 +30,11 @@ ARCHS = {"resnet18": (tv_resnet.BasicBlock, [2, 2, 2, 2]), "resnet34": (tv_resne
 
 @dataclass(frozen=True)
 class BackboneConfig:
-    "A ResNet by name: `arch` in `ARCHS`, channel `width` multiplier, and the small-image stem switch."
+    "A ResNet by name: `arch` in `ARCHS`, channel `width` multiplier, the small-image stem switch, and `heads` copies of the last stage."
     arch: str = "resnet18"
     width: float = 1.0
     small_stem: bool = False
+    heads: int = 1          # copies of layer4 side by side, their outputs concatenated (LooC++); 1: a plain ResNet
 
     def __post_init__(self):
         if self.arch not in ARCHS: raise ValueError(f"arch must be one of {sorted(ARCHS)}, got {self.arch!r}")
@@ -40,6 +42,8 @@ class BackboneConfig:
             raise ValueError(f"width must be a positive number, got {self.width!r}")
         if round(64 * self.width) < 1:   # the narrowest stage has 64 channels at full width
             raise ValueError(f"width {self.width!r} rounds the first stage's 64 channels to 0: the least width is {1 / 128 + 1e-9:.4f}")
+        if isinstance(self.heads, bool) or not isinstance(self.heads, int) or self.heads < 1:
+            raise ValueError(f"heads must be an int >= 1 (copies of the last stage), got {self.heads!r}")
 
     @property
     def channels(self) -> list[int]: return [round(c * self.width) for c in (64, 128, 256, 512)]
@@ -48,12 +52,24 @@ class BackboneConfig:
         "The smallest input the last stage still sees as one pixel: the network's total stride (32; 8 with the small stem)."
         return 8 if self.small_stem else 32
     @property
-    def feature_dim(self) -> int: return self.channels[-1] * ARCHS[self.arch][0].expansion
+    def head_dim(self) -> int:
+        "The columns of one copy of the last stage (the whole feature when `heads` is 1)."
+        return self.channels[-1] * ARCHS[self.arch][0].expansion
+    @property
+    def feature_dim(self) -> int: return self.head_dim * self.heads
 
-def make_resnet(arch: str = "resnet18", width: float = 1.0, small_stem: bool = False,
+class ParallelStage(nn.Module):
+    "Several copies of a ResNet stage on the same input, their outputs concatenated along channels (LooC++'s last stage per head)."
+    def __init__(self, stages):
+        super().__init__()
+        self.heads = nn.ModuleList(stages)
+    def forward(self, x: torch.Tensor) -> torch.Tensor: return torch.cat([h(x) for h in self.heads], dim=1)
+
+def make_resnet(arch: str = "resnet18", width: float = 1.0, small_stem: bool = False, heads: int = 1,
                 norm_layer=None) -> tv_resnet.ResNet:
-    "A torchvision `ResNet` with scaled widths, optional small stem, and `fc = Identity` (outputs pooled features)."
-    cfg = BackboneConfig(arch, width, small_stem)
+    """A torchvision `ResNet` with scaled widths, optional small stem, `heads` copies of `layer4` side by side
+    (`ParallelStage`), and `fc = Identity` (outputs pooled features)."""
+    cfg = BackboneConfig(arch, width, small_stem, heads)
     block, layers = ARCHS[arch]
     net = tv_resnet.ResNet(block, layers, norm_layer=norm_layer)
     if width != 1.0:  # rebuild the stages with scaled channel counts; module names stay torchvision's
@@ -68,6 +84,11 @@ def make_resnet(arch: str = "resnet18", width: float = 1.0, small_stem: bool = F
         net.maxpool = nn.Identity()
     else:
         net.maxpool = MaxPool2d(kernel_size=3, stride=2, padding=1)  # torchvision's, with a fast exact CPU inference path
+    if heads > 1:   # more copies of the last stage, each fed layer3's output; built last, so heads = 1 draws as before
+        def copy():
+            net.inplanes = cfg.channels[2] * block.expansion     # `_make_layer` advances it: each copy starts from layer3's
+            return net._make_layer(block, cfg.channels[3], layers[3], stride=2)
+        net.layer4 = ParallelStage([net.layer4, *(copy() for _ in range(heads - 1))])
     net.fc = nn.Identity()
     for m in net.modules():  # torchvision's initialisation, applied again to the rebuilt modules
         if isinstance(m, nn.Conv2d): nn.init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu")
@@ -247,10 +268,12 @@ def infer_backbone_config(state_dict: Mapping[str, torch.Tensor]) -> BackboneCon
     if "conv1.weight" not in state_dict: raise ValueError("not a ResNet state_dict: no 'conv1.weight'")
     c0, _, k, _ = state_dict["conv1.weight"].shape
     bottleneck = "layer1.0.conv3.weight" in state_dict
-    depth = [len({key.split(".")[1] for key in state_dict if key.startswith(f"layer{i}.")}) for i in (1, 2, 3, 4)]
+    heads = len({key.split(".")[2] for key in state_dict if key.startswith("layer4.heads.")}) or 1   # ParallelStage copies
+    block_of = lambda key: key.split(".")[3 if key.startswith("layer4.heads.") else 1]
+    depth = [len({block_of(key) for key in state_dict if key.startswith(f"layer{i}.")}) for i in (1, 2, 3, 4)]
     for arch, (block, layers) in ARCHS.items():
         if layers == depth and (block is tv_resnet.Bottleneck) == bottleneck:
-            return BackboneConfig(arch, c0 / 64, small_stem=(k == 3))
+            return BackboneConfig(arch, c0 / 64, small_stem=(k == 3), heads=heads)
     raise ValueError(f"no known ResNet with blocks per stage {depth} (bottleneck={bottleneck})")
 
 def import_moco_checkpoint(path, map_location="cpu") -> dict[str, torch.Tensor]:

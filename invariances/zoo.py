@@ -132,6 +132,9 @@ MODELS = {m.name: m for m in [
     ZooModel("looc-color", "looc", overrides={"augs": ("color",)}, label="LooC (color)", color="gold"),
     ZooModel("looc-color-rotation", "looc", overrides={"augs": ("color", "rotation")}, label="LooC (color, rotation)",
              color="goldenrod"),
+    # LooC++: each space's head with its own copy of the last stage, the feature their concatenation (Tables 2, 4, 5)
+    ZooModel("looc++-color-rotation", "looc", overrides={"augs": ("color", "rotation"), "plus": True},
+             label="LooC++ (color, rotation)", color="darkgoldenrod", linestyle="--"),
 ]}
 ZOO_VERSION = 1  # bump when training code changes what a config produces; it is part of every model's key
 

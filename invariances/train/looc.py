@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import partial
-from typing import Sequence
+from typing import ClassVar, Sequence
 
+import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -16,7 +17,7 @@ import torch.distributed as dist
 
 from ..core import run_concurrently
 from ..ops import check_images
-from ..models import Encoder, ProjectionHead, SplitBatchNorm
+from ..models import BackboneConfig, Encoder, ProjectionHead, SplitBatchNorm
 from ..profiles import DEFAULT_IMAGE_SIZE
 from ..policies import LOOC_AUGS, Policy, get_policy, new_generator
 from .loop import all_gather_cat, is_distributed
@@ -26,7 +27,7 @@ from .moco import MocoConfig
 from .momentum import KeyQueue, batch_shuffle, momentum_copy, momentum_update
 
 # %% auto #0
-__all__ = ['looc_views', 'LoocConfig', 'LooC']
+__all__ = ['looc_views', 'LoocConfig', 'LooC', 'head_columns']
 
 # %% ../../nbs/56_looc.ipynb #93a4a146
 def looc_views(x: torch.Tensor, policy: Policy | str, augs: Sequence[str] | int | None = None,
@@ -55,10 +56,12 @@ def looc_views(x: torch.Tensor, policy: Policy | str, augs: Sequence[str] | int 
 # %% ../../nbs/56_looc.ipynb #6cfeff94
 @dataclass
 class LoocConfig(MocoConfig):
-    "Everything that defines a LooC run: MoCo-v2's, plus the augmentations left out (one embedding space each)."
+    "Everything that defines a LooC run: MoCo-v2's, plus the augmentations left out (one embedding space each), and whether it is LooC++."
     augs: tuple[str, ...] = ("color", "rotation")   # a subset of LOOC_AUGS, in that order
     mode: str = "leave_one_out"                     # or "add_one" (Table E.1)
     policy: str = ""                                # derived from `augs`: looc_<color + augs> (the notebook says why)
+    plus: bool = False                              # LooC++: each space's head has its own copy of the last stage
+    LATE_FIELDS: ClassVar[tuple[str, ...]] = MocoConfig.LATE_FIELDS + ("plus",)
 
     def __post_init__(self):
         super().__post_init__()
@@ -74,6 +77,16 @@ class LoocConfig(MocoConfig):
         if self.policy and self.policy != want: raise ValueError(f"policy {self.policy!r} does not hold augs {self.augs}: LooC's is {want!r}")
         self.policy = want
 
+    @property
+    def spaces(self) -> tuple[str, ...]:
+        "The embedding spaces in order: 'invariant' (Z_0), then one per left-out augmentation."
+        return ("invariant", *self.augs)
+
+    @property
+    def backbone(self) -> BackboneConfig:
+        "MoCo's backbone; for LooC++ with one copy of the last stage per space (its feature: their blocks in `spaces` order)."
+        return BackboneConfig(self.arch, self.width, self.small_stem, heads=len(self.spaces) if self.plus else 1)
+
     SCALES = MocoConfig.SCALES   # MoCo's recipe at every scale: the two differ in their objective only
 
 class LooC(MethodBase):
@@ -84,11 +97,12 @@ class LooC(MethodBase):
     def __init__(self, config: LoocConfig, policy=None):
         super().__init__(config, policy)
         norm = partial(SplitBatchNorm, num_splits=config.bn_splits) if config.bn_splits > 1 else None
-        spaces = len(config.augs) + 1
+        spaces = len(config.spaces)
         with self.seeded():
             self.encoder_q = Encoder(config.backbone, norm_layer=norm)
-            self.heads_q = nn.ModuleList(ProjectionHead(self.encoder_q.feature_dim, config.proj_dim, config.proj_hidden)
-                                         for _ in range(spaces))
+            # LooC: every head reads the whole pooled feature V; LooC++: head i reads its own stage copy's block
+            head_in = config.backbone.head_dim if config.plus else self.encoder_q.feature_dim
+            self.heads_q = nn.ModuleList(ProjectionHead(head_in, config.proj_dim, config.proj_hidden) for _ in range(spaces))
             queues = nn.ModuleList(KeyQueue(config.queue_size, config.proj_dim) for _ in range(spaces))
         self.encoder_k, self.heads_k = momentum_copy(self.encoder_q), momentum_copy(self.heads_q)
         self.queues = queues
@@ -101,14 +115,14 @@ class LooC(MethodBase):
         view_q, view_keys, _ = self.views(x, generator)
         perm, inverse = batch_shuffle(len(x), generator, x.device)
         def queries():                      # (S, B, d): the query in every space, with gradient
-            v = self.encoder_q(view_q)
-            return torch.stack([F.normalize(h(v).float(), dim=1) for h in self.heads_q])
+            v = self._per_head(self.encoder_q(view_q))
+            return torch.stack([F.normalize(h(vi).float(), dim=1) for h, vi in zip(self.heads_q, v)])
         @torch.no_grad()
         def keys():                         # (S, V, B, d): key view j in space i; the momentum encoder only
             # the n + 1 views in one pass (a CPU runs one large batch faster than n + 1 small ones), each shuffled;
             # BatchNorm splits then mix key views, which only the key encoder sees
-            v = self.encoder_k(torch.cat([k[perm] for k in view_keys]))
-            z = torch.stack([F.normalize(h(v).float(), dim=1) for h in self.heads_k])       # (S, V * B, d)
+            v = self._per_head(self.encoder_k(torch.cat([k[perm] for k in view_keys])))
+            z = torch.stack([F.normalize(h(vi).float(), dim=1) for h, vi in zip(self.heads_k, v)])   # (S, V * B, d)
             return z.view(len(self.heads_k), len(view_keys), len(x), -1)[:, :, inverse]
         q, k = run_concurrently(queries, keys, device=x.device)
         k = all_gather_cat(k.transpose(0, 2)).transpose(0, 2)          # every process's keys (dim 2: the images)
@@ -121,7 +135,22 @@ class LooC(MethodBase):
             loss, logits = looc_loss(q, k, self.config.temperature, offset=offset, return_logits=True)
         return loss, {"acc": (logits[0].detach().argmax(1) == 0).float().mean()}   # Z_0: is key 0 the nearest?
 
+    def _per_head(self, v: torch.Tensor) -> list[torch.Tensor]:
+        "What each head reads of the pooled feature: all of it (LooC), or its stage copy's block (LooC++)."
+        return list(v.chunk(len(self.heads_q), dim=1)) if self.config.plus else [v] * len(self.heads_q)
+
     def after_step(self):
         momentum_update(nn.ModuleList([self.encoder_k, self.heads_k]), nn.ModuleList([self.encoder_q, self.heads_q]),
                         self.config.key_momentum)
+
+def head_columns(config: LoocConfig, spaces: Sequence[str]) -> np.ndarray:
+    """The columns of a LooC++ feature (`config.plus`) that hold the stage copies of `spaces` ('invariant' for Z_0, or
+    a left-out augmentation), in the order given: Xiao et al.'s Table 5 concatenates such subsets."""
+    if not config.plus: raise ValueError(f"LooC's heads share one feature V (augs {config.augs}); only LooC++ (plus=True) has a block per space")
+    spaces = [spaces] if isinstance(spaces, str) else list(spaces)
+    if not spaces: raise ValueError(f"spaces is empty; choose from {config.spaces}")
+    if bad := [s for s in spaces if s not in config.spaces]:
+        raise ValueError(f"space(s) {bad} were not trained by this LooC++ model; it has {config.spaces}")
+    d = config.backbone.head_dim
+    return np.concatenate([np.arange(config.spaces.index(s) * d, (config.spaces.index(s) + 1) * d) for s in spaces])
 
