@@ -135,6 +135,12 @@ MODELS = {m.name: m for m in [
     # LooC++: each space's head with its own copy of the last stage, the feature their concatenation (Tables 2, 4, 5)
     ZooModel("looc++-color-rotation", "looc", overrides={"augs": ("color", "rotation"), "plus": True},
              label="LooC++ (color, rotation)", color="darkgoldenrod", linestyle="--"),
+    # texture randomisation left out (Table 3: robustness to corruptions)
+    ZooModel("looc-texture", "looc", overrides={"augs": ("texture",)}, label="LooC (texture)", color="peru"),
+    ZooModel("looc-rotation-texture", "looc", overrides={"augs": ("rotation", "texture")}, label="LooC (rotation, texture)",
+             color="sienna"),
+    ZooModel("looc++-rotation-texture", "looc", overrides={"augs": ("rotation", "texture"), "plus": True},
+             label="LooC++ (rotation, texture)", color="saddlebrown", linestyle="--"),
 ]}
 ZOO_VERSION = 1  # bump when training code changes what a config produces; it is part of every model's key
 
