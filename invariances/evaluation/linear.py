@@ -16,7 +16,7 @@ from ..metrics.inputs import as_features
 
 # %% auto #0
 __all__ = ['METRICS', 'TRAIN_PER_CLASS', 'wd_grid', 'Fused', 'LinearResult', 'linear_readout', 'linear_readout_train_test',
-           'LogisticFit', 'logistic_regression', 'ridge_readout', 'topk_readout', 'fuse_features']
+           'LogisticFit', 'logistic_regression', 'ridge_readout', 'topk_readout', 'topk_accuracy', 'fuse_features']
 
 # %% ../../nbs/75_linear.ipynb #e71a22dc
 def wd_grid(n_fused: int = 1, n: int = 45, shift: float = 2.0) -> np.ndarray:
@@ -371,19 +371,27 @@ def topk_readout(train_features, train_labels, test_features, test_labels, ks: S
                  n_fused: int | None = None, wds=None, folds: int = 5, seed: int = 0, tol: float = 1e-4,
                  max_iter: int = 1000, device=None, dtype=None) -> dict:
     """A logistic regression on the train features at the L2 strength `folds`-fold CV picks on them, scored on the test
-    features as top-k accuracy for each k of `ks`: `{'top1': ..., 'top5': ..., 'wd': ..., 'n_classes': K}`."""
-    if not ks or any(isinstance(k, bool) or int(k) != k or k < 1 for k in ks): raise ValueError(f"ks must be positive integers, got {ks!r}")
+    features as top-k accuracy for each k of `ks`: `{'top1': ..., 'top5': ..., 'wd': ..., 'n_classes': K, 'fit': LogisticFit}`
+    (`fit` scores other test sets with `topk_accuracy`: a shifted or corrupted copy of the test images, say)."""
+    _check_ks(ks)
     cv = linear_readout(train_features, train_labels, "accuracy", n_fused, wds, folds, seed, tol, max_iter, device, dtype)
     fit = logistic_regression(_unfuse(train_features, n_fused)[0], train_labels, cv.best_wd, tol, max_iter, device, dtype)
-    xte, yte = _unfuse(test_features, n_fused)[0], _as_numpy(test_labels)
-    s = fit.decision_function(xte)
+    return {**topk_accuracy(fit, test_features, test_labels, ks, n_fused), "wd": cv.best_wd, "n_classes": len(fit.classes), "fit": fit}
+
+def topk_accuracy(fit: LogisticFit, features, labels, ks: Sequence[int] = (1, 5), n_fused: int | None = None) -> dict:
+    "`{'top1': ..., 'top5': ...}`: the share of images whose class is among the k highest scores of `fit` (ties count against)."
+    _check_ks(ks)
+    s = fit.decision_function(_unfuse(features, n_fused)[0]); y = _as_numpy(labels)
     if s.ndim == 1: s = np.stack([np.zeros_like(s), s], 1)             # two classes: the score of classes[1] against 0
-    if yte.shape != (len(s),): raise ValueError(f"test labels have shape {yte.shape}, expected ({len(s)},)")
-    if unseen := sorted(set(yte.tolist()) - set(fit.classes.tolist()), key=str):
+    if y.shape != (len(s),): raise ValueError(f"test labels have shape {y.shape}, expected ({len(s)},)")
+    if unseen := sorted(set(y.tolist()) - set(fit.classes.tolist()), key=str):
         raise ValueError(f"test labels hold classes that no train label has: {unseen[:10]}")
-    truth = s[np.arange(len(s)), np.searchsorted(fit.classes, yte)]
+    truth = s[np.arange(len(s)), np.searchsorted(fit.classes, y)]
     rank = (s > truth[:, None]).sum(1)                                 # classes scored above the true one
-    return {**{f"top{k}": float((rank < k).mean()) for k in ks}, "wd": cv.best_wd, "n_classes": len(fit.classes)}
+    return {f"top{k}": float((rank < k).mean()) for k in ks}
+
+def _check_ks(ks):
+    if not ks or any(isinstance(k, bool) or int(k) != k or k < 1 for k in ks): raise ValueError(f"ks must be positive integers, got {ks!r}")
 
 # %% ../../nbs/75_linear.ipynb #0342f9e7
 def fuse_features(features: Sequence) -> Fused:
