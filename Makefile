@@ -19,6 +19,9 @@ $(STAMP):
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	# test-only: the ImageNet-C authors' packaged corruptions, the reference tests/test_corruptions.py checks ours against;
+	# without its declared opencv-python (a GUI build that needs libGL): the dev extras' headless build provides cv2
+	$(BIN)/python -m pip install --quiet --no-deps imagecorruptions==1.1.2
 	rm -f $(VENV)/.installed-*
 	touch $@
 

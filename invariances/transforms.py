@@ -307,8 +307,8 @@ def _contrast(x, c, g, px):
 @_corruption("pixelate")
 def _pixelate(x, c, g, px):
     h, w = x.shape[-2:]
-    small = (max(1, round(h * c)), max(1, round(w * c)))
-    return F.interpolate(F.interpolate(x, size=small, mode="area"), size=(h, w), mode="nearest")
+    small = (max(1, int(h * c)), max(1, int(w * c)))      # PIL's box resize to int(size x c), then its nearest back up:
+    return F.interpolate(F.interpolate(x, size=small, mode="area"), size=(h, w), mode="nearest-exact")   # pixel centres
 
 @_corruption("jpeg_compression")
 def _jpeg_compression(x, c, g, px):
