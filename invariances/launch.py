@@ -439,8 +439,21 @@ def _xiao_table3_step(run: RunSpec, settings: dict, encoders: dict, p: Profile, 
         topk_accuracy(fit, feats(enc, torch.cat(bad)), np.arange(2 * len(bad)) % 2, ks=(1,))
     return f"Table 3: {len(encoders)} models' classifiers on 8 new-viewpoint images and {len(bad)} corruptions on {p.image_size} px"
 
+def _xiao_figure3_step(run: RunSpec, settings: dict, encoders: dict, p: Profile, runtime: Runtime, scratch: Path) -> str:
+    "xiao_figure3.ipynb: 8 held-out images, turned by `rotated`; every model's features and each image's 2 nearest neighbours."
+    from invariances.core import to_float_images
+    from invariances.evaluation.readouts import nearest_neighbours
+    from invariances.evaluation.tasks import rotated
+    from invariances.features import extract_features
+    test = zoo.dataset(p, "test", 8, settings["data_root"], seed=settings["seed"])
+    for enc in encoders.values():
+        for s in (test, rotated(test, settings["seed"])):
+            nearest_neighbours(extract_features(enc, [(to_float_images(s.images), None)], runtime=runtime, progress=False).features, 2)
+    return f"Figure 3: {len(encoders)} models' nearest neighbours among 8 images, upright and turned, on {p.image_size} px"
+
 DRY_STEPS = {"ericsson_table2.ipynb": _table2_step, "ericsson_table3.ipynb": _table3_step,
              "ericsson_table4.ipynb": _table4_step, "ericsson_table5.ipynb": _table5_step, "ericsson_tablec1.ipynb": _tablec1_step,
              "ericsson_figures.ipynb": _figures_step, "ericsson_figc1.ipynb": _figc1_step, "ericsson_figc2.ipynb": _figc2_step,
              "runner_check.ipynb": _runner_step, "xiao_table1.ipynb": _xiao_table1_step,
-             "xiao_table2.ipynb": _xiao_table2_step, "xiao_table3.ipynb": _xiao_table3_step}
+             "xiao_table2.ipynb": _xiao_table2_step, "xiao_table3.ipynb": _xiao_table3_step,
+             "xiao_figure3.ipynb": _xiao_figure3_step}

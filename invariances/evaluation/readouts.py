@@ -23,8 +23,9 @@ from ..metrics.inputs import as_features
 
 # %% auto #0
 __all__ = ['GOYAL_COSTS', 'AP_KINDS', 'KRR_ALPHAS', 'KRR_GAMMAS', 'FEATURE_CACHE_VERSION', 'FEATURE_FILES', 'KNNResult',
-           'knn_accuracy', 'FewShotResult', 'few_shot_accuracy', 'SVMResult', 'svm_map', 'average_precision',
-           'KernelRidgeResult', 'kernel_ridge_readout', 'kernel_ridge_per_output', 'cached_features', 'images_digest']
+           'knn_accuracy', 'nearest_neighbours', 'FewShotResult', 'few_shot_accuracy', 'SVMResult', 'svm_map',
+           'average_precision', 'KernelRidgeResult', 'kernel_ridge_readout', 'kernel_ridge_per_output',
+           'cached_features', 'images_digest']
 
 # %% ../../nbs/73_readouts.ipynb #aa12eb04
 @dataclass
@@ -51,17 +52,34 @@ def knn_accuracy(train_features, train_labels, test_features, test_labels, k: in
     if temperature <= 0: raise ValueError(f"temperature must be > 0, got {temperature}")
     classes, ytr_codes = np.unique(ytr, return_inverse=True)
     device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
-    train = F.normalize(torch.as_tensor(xtr, dtype=torch.float32, device=device), dim=1)
     labels = torch.as_tensor(ytr_codes, device=device)
     preds = []
-    for i in range(0, len(xte), chunk):
-        q = F.normalize(torch.as_tensor(xte[i:i + chunk], dtype=torch.float32, device=device), dim=1)
-        sim, idx = (q @ train.T).topk(k, dim=1)
-        votes = torch.zeros(len(q), len(classes), device=device)
+    for sim, idx in _cosine_topk(xte, xtr, k, chunk, device, exclude_self=False):
+        votes = torch.zeros(len(sim), len(classes), device=device)
         votes.scatter_add_(1, labels[idx], (sim / temperature).exp())
         preds.append(votes.argmax(1).cpu())
     pred = classes[torch.cat(preds).numpy()] if preds else np.zeros(0, dtype=ytr.dtype)
     return KNNResult(float((pred == yte).mean()) if len(yte) else float("nan"), pred, k, temperature, len(classes))
+
+def nearest_neighbours(features, k: int, reference=None, chunk: int = 1024, device=None) -> np.ndarray:
+    """(N, k) indices of each feature row's k most cosine-similar rows of `reference`, the most similar first; without
+    `reference`, of `features` themselves, each row's own index left out (retrieval within one set)."""
+    x = as_features(features, "features", min_samples=1)
+    ref = x if reference is None else as_features(reference, "reference", dim=x.shape[1], min_samples=1, against="the features")
+    n_ref = len(ref) - (reference is None)
+    if not 1 <= k <= n_ref: raise ValueError(f"k must be in [1, {n_ref}] (the reference rows{' other than the query' if reference is None else ''}), got {k}")
+    device = torch.device(device or ("cuda" if torch.cuda.is_available() else "cpu"))
+    out = [idx.cpu() for _, idx in _cosine_topk(x, ref, k, chunk, device, exclude_self=reference is None)]
+    return torch.cat(out).numpy() if out else np.zeros((0, k), dtype=np.int64)
+
+def _cosine_topk(queries: np.ndarray, reference: np.ndarray, k: int, chunk: int, device, exclude_self: bool):
+    "Per chunk of query rows: (similarities, indices) of the k most cosine-similar reference rows; one product and `topk` a chunk."
+    ref = F.normalize(torch.as_tensor(reference, dtype=torch.float32, device=device), dim=1)
+    for i in range(0, len(queries), chunk):
+        q = F.normalize(torch.as_tensor(queries[i:i + chunk], dtype=torch.float32, device=device), dim=1)
+        s = q @ ref.T
+        if exclude_self: s[torch.arange(len(q), device=device), torch.arange(i, i + len(q), device=device)] = -float("inf")
+        yield s.topk(k, dim=1)
 
 # %% ../../nbs/73_readouts.ipynb #471773c0
 @dataclass
