@@ -20,7 +20,7 @@ from .linear import TRAIN_PER_CLASS
 # %% auto #0
 __all__ = ['DOWNSTREAM_TASKS', 'FACTORS', 'RENDERED_FACTORS', 'FACTOR_FAMILY', 'TRANSFER_TASKS', 'TASK_FAMILY', 'TASK_DATA',
            'DownstreamTask', 'few_shot', 'downstream_task', 'factor_task', 'transfer_task', 'transfer_tasks',
-           'task_readout', 'TransferTable', 'transfer_table', 'rotated']
+           'task_readout', 'TransferTable', 'transfer_table', 'rotated', 'corrupted_sets']
 
 # %% ../../nbs/72_tasks.ipynb #88030280
 @dataclass
@@ -239,3 +239,16 @@ def rotated(s: ImageSet, seed: int = 0) -> ImageSet:
     for q in (1, 2, 3): out[turns == q] = np.rot90(images[turns == q], q, axes=(1, 2))
     meta = s.meta.copy(); meta["rotation"] = turns
     return ImageSet(out, meta, f"{s.name} (rotated)")
+
+# %% ../../nbs/72_tasks.ipynb #b24ddaf1
+def corrupted_sets(s: ImageSet, severities: Sequence[int] = (1, 2, 3, 4, 5), seed: int = 0) -> dict[tuple[str, int], ImageSet]:
+    """`(corruption, severity) -> ImageSet`: every image of `s` under each of `transforms.CORRUPTIONS` at each severity,
+    each pair drawn with its own seed (derived from `seed`); names `<s.name>/<corruption>-<severity>`."""
+    import torch
+    from invariances.core import to_float_images, to_uint8_images
+    from invariances.transforms import CORRUPTIONS, corrupt
+    if bad := [v for v in severities if v not in (1, 2, 3, 4, 5)]: raise ValueError(f"severities must lie in 1..5, got {bad}")
+    x = to_float_images(s.images)
+    names = [c for family in CORRUPTIONS.values() for c in family]
+    return {(c, v): ImageSet(to_uint8_images(corrupt(x, c, v, torch.Generator().manual_seed(seed * 1000 + 10 * k + v))), s.meta, f"{s.name}/{c}-{v}")
+            for k, c in enumerate(names) for v in severities}
