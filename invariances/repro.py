@@ -433,7 +433,8 @@ def run_batch(batch: str | Batch, only: list[str] | None = None, force: bool = F
     try: fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError: raise RuntimeError(f"another runner is already running batch {batch.name!r} into {out}")
     previous, only_names = read_status(out), {r.name for r in runs}
-    status = {r.name: _entry("not-run") if r.name in only_names else previous.get(r.name, _entry("not-run"))
+    # a run left out by `only` keeps its earlier result, but this invocation spent no time on it
+    status = {r.name: _entry("not-run") if r.name in only_names else {**previous.get(r.name, _entry("not-run")), "seconds": 0.0}
               for r in batch.runs}
     def record(name, entry): status[name] = entry; write_json(out / STATUS, status)
     results = []

@@ -121,3 +121,15 @@ def test_batch_killed_halfway_finishes_without_redoing(project):
     assert sorted(p.name for p in (project / "repro" / "runs" / "b").iterdir()) == [
         ".lock", "REPORT.md", "SUMMARY.md", "figures", "first", "second", "status.json"]   # the killed run's folder is gone
     # (figures/: the report's minutes-per-paper figure, beside REPORT.md)
+
+
+def test_only_keeps_other_results_but_not_their_time(project):
+    "A run left out by --only keeps its earlier result in status.json; the time it cost is not this invocation's (the report sums it)."
+    batch(project, "b", [{"name": "first", "notebook": "slow.ipynb", "parameters": {"wait_s": 1.0}}, {"name": "second", "notebook": "ok.ipynb"}])
+    assert main(["b"]) == 0
+    before = json.loads((project / "repro" / "runs" / "b" / "status.json").read_text())
+    assert before["first"]["seconds"] >= 1.0
+    assert main(["b", "--only", "second", "--force"]) == 0
+    after = json.loads((project / "repro" / "runs" / "b" / "status.json").read_text())
+    assert after["first"] == {**before["first"], "seconds": 0.0}              # still vouched for, by the same key
+    assert after["second"]["status"] == "ok" and after["second"]["seconds"] > 0
