@@ -48,7 +48,7 @@ def ours(x, name, severity):
 
 def test_every_corruption_is_compared():
     names = {c for fam in CORRUPTIONS.values() for c in fam}
-    assert names == set(imagecorruptions.get_corruption_names()) == set(SAME_PIXELS) | set(SAME_SPREAD) | {"glass_blur", "frost", "elastic_transform"}
+    assert names == set(imagecorruptions.get_corruption_names()) == set(SAME_PIXELS) | set(SAME_SPREAD) | set(BY_DESIGN) | {"elastic_transform"}
 
 
 @pytest.mark.parametrize("name", sorted(SAME_PIXELS))
@@ -68,17 +68,16 @@ def test_random_corruptions_change_images_as_much(images, reference, name):
         assert abs(a.mean() - b.mean()) <= 2.5, f"{name} severity {s}: mean change {a.mean():.2f} against {b.mean():.2f}"
 
 
-def test_glass_blur_is_the_weaker_by_design(images, reference):
-    "Block permutations (batched) against sequential swaps: ours changes the image less, by the measured margin."
-    x, imgs = images
-    for s in SEVERITIES:
-        ratio = (ours(x, "glass_blur", s) - imgs).std() / (reference(imgs, "glass_blur", s) - imgs).std()
-        assert 0.5 <= ratio <= 0.9, f"glass_blur severity {s}: spread ratio {ratio:.2f} (measured 0.6-0.8)"
+# Corruptions that differ by design, held to the ratio of their change's spread to the reference's that was measured
+# (glass blur: batched block permutations against sequential swaps, 0.6-0.8; frost: the procedural stand-in against
+# the reference's photographs, 1.4-1.5), so that a change on either side shows here.
+BY_DESIGN = {"glass_blur": (0.5, 0.9), "frost": (1.0, 1.7)}
 
 
-def test_frost_stand_in_is_as_strong(images, reference):
-    "The procedural frost against the reference's photographs: a change of the same order, not the same pixels."
+@pytest.mark.parametrize("name", sorted(BY_DESIGN))
+def test_corruptions_that_differ_by_design_keep_their_measured_strength(images, reference, name):
     x, imgs = images
+    lo, hi = BY_DESIGN[name]
     for s in SEVERITIES:
-        ratio = (ours(x, "frost", s) - imgs).std() / (reference(imgs, "frost", s) - imgs).std()
-        assert 1.0 <= ratio <= 1.7, f"frost severity {s}: spread ratio {ratio:.2f} (measured 1.4-1.5)"
+        ratio = (ours(x, name, s) - imgs).std() / (reference(imgs, name, s) - imgs).std()
+        assert lo <= ratio <= hi, f"{name} severity {s}: spread ratio {ratio:.2f}, measured within [{lo}, {hi}]"
