@@ -268,15 +268,25 @@ def _defocus_blur(x, c, g, px):
     pad = F.pad(x, (r, r, r, r), mode="reflect" if r < min(x.shape[-2:]) else "replicate")
     return F.conv2d(pad, k.expand(3, 1, *k.shape), groups=3)
 
+def _zoom_positions(n: int, z: float) -> torch.Tensor:
+    """Where the reference's `clipped_zoom` samples along one axis of `n` pixels (pixel units): the centre `ceil(n / z)`
+    pixels, zoomed by scipy to `round(crop z)` pixels (first and last on the crop's first and last), trimmed back to `n`."""
+    crop = math.ceil(n / z); top = (n - crop) // 2
+    out = int(round(crop * z)); trim = (out - n) // 2
+    return top + (trim + torch.arange(n, dtype=torch.float64)) * (crop - 1) / (out - 1)
+
+def _clipped_zoom(x: torch.Tensor, z: float) -> torch.Tensor:
+    "The reference's centre zoom by `z` of a batch, exactly: one bilinear grid_sample at `_zoom_positions` (corner-aligned)."
+    n, _, h, w = x.shape
+    ys, xs = (2 * _zoom_positions(k, z) / max(k - 1, 1) - 1 for k in (h, w))
+    grid = torch.stack(torch.meshgrid(xs, ys, indexing="xy"), -1)          # (h, w, 2): x then y, as grid_sample reads it
+    return F.grid_sample(x, grid.to(x).expand(n, h, w, 2), mode="bilinear", align_corners=True)
+
 @_corruption("zoom_blur")
 def _zoom_blur(x, c, g, px):
-    n, _, h, w = x.shape
-    zooms = torch.arange(*c).tolist()
+    zooms = [c[0] + i * c[2] for i in range(math.ceil((c[1] - c[0]) / c[2]))]   # np.arange(*c), in float64 as theirs
     acc = x.clone()
-    eye = torch.eye(3, device=x.device).expand(n, 3, 3).clone()
-    for z in zooms:  # a handful of zoom factors, each one batched grid_sample
-        m = eye.clone(); m[:, 0, 0] = m[:, 1, 1] = 1 / z
-        acc += warp(x, m, (h, w))
+    for z in zooms: acc += _clipped_zoom(x, z)  # a handful of zoom factors, each one batched grid_sample
     return acc / (len(zooms) + 1)
 
 @_corruption("brightness")
@@ -304,11 +314,23 @@ def _contrast(x, c, g, px):
     mean = x.mean((2, 3), keepdim=True)
     return (x - mean) * c + mean
 
+def _separable(x, rows_h, rows_w):
+    "`rows_h @ x @ rows_w.T` per image and channel: a resampling that acts on rows and columns separately."
+    return rows_h.to(x) @ x @ rows_w.to(x).T
+
+def _box_rows(n: int, small: int) -> torch.Tensor:
+    """PIL's `BOX` downsampling of `n` pixels to `small` as a `(small, n)` matrix: output pixel i is the plain mean of the
+    input pixels whose centres fall in its cell `(i, i + 1] n / small` (whole pixels, not fractional coverage)."""
+    scale = n / small
+    t = (torch.arange(n, dtype=torch.float64)[None] + 0.5 - (torch.arange(small, dtype=torch.float64)[:, None] + 0.5) * scale) / scale
+    m = ((t > -0.5) & (t <= 0.5)).double()
+    return m / m.sum(1, keepdim=True)
+
 @_corruption("pixelate")
 def _pixelate(x, c, g, px):
     h, w = x.shape[-2:]
     small = (max(1, int(h * c)), max(1, int(w * c)))      # PIL's box resize to int(size x c), then its nearest back up:
-    return F.interpolate(F.interpolate(x, size=small, mode="area"), size=(h, w), mode="nearest-exact")   # pixel centres
+    return F.interpolate(_separable(x, _box_rows(h, small[0]), _box_rows(w, small[1])), size=(h, w), mode="nearest-exact")  # pixel centres
 
 @_corruption("jpeg_compression")
 def _jpeg_compression(x, c, g, px):

@@ -1,9 +1,12 @@
 """Our batched ImageNet-C corruptions (`invariances.transforms.corrupt`) against the ImageNet-C authors' packaged
 reference, `imagecorruptions` 1.1.2 (a test-only dependency, installed by `make venv`), on the same 224 px images at
-severities 1, 3 and 5. Deterministic corruptions: the mean absolute pixel difference (0-255 scale). Random ones: the
+severities 1, 3 and 5: procedural images always, and Tiny-ImageNet photographs where a data root has them (their fine
+texture shows resampling differences that smooth procedural images hide). Deterministic corruptions: the mean absolute pixel difference (0-255 scale). Random ones: the
 spread (std) and mean of the change they make, which two independent draws share. The three that differ by design
 (glass blur, frost, elastic transform: nbs/20_transforms.ipynb says why) are held to what was measured, so that a
 change in either side shows here."""
+import os
+
 import numpy as np
 import pytest
 import torch
@@ -14,13 +17,17 @@ from invariances.display import demo_images
 from invariances.transforms import CORRUPTIONS, corrupt
 
 SEVERITIES = (1, 3, 5)
-SAME_PIXELS = {"defocus_blur": 1.5, "zoom_blur": 1.5, "brightness": 1.0, "contrast": 1.0, "jpeg_compression": 0.5, "pixelate": 1.5}
+SAME_PIXELS = {"defocus_blur": 1.0, "zoom_blur": 0.75, "brightness": 0.75, "contrast": 0.75, "jpeg_compression": 0.25, "pixelate": 0.6}
 SAME_SPREAD = {"gaussian_noise": 0.05, "shot_noise": 0.05, "impulse_noise": 0.05, "motion_blur": 0.05, "snow": 0.05, "fog": 0.2}
 
 
-@pytest.fixture(scope="module")
-def images():
-    x = demo_images(4, 224)                                          # (4, 3, 224, 224) in [0, 1]
+@pytest.fixture(scope="module", params=["procedural", "photographs"])
+def images(request):
+    if request.param == "photographs" and not os.environ.get("INVARIANCES_DATA"):
+        pytest.skip("no data root (INVARIANCES_DATA): the Tiny-ImageNet photographs are not here")
+    x = demo_images(4, 224, real=request.param == "photographs")      # (4, 3, 224, 224) in [0, 1]
+    if request.param == "photographs" and torch.equal(x, demo_images(4, 224, real=False)):
+        pytest.skip(f"no tiny-imagenet-200/val photographs under {os.environ['INVARIANCES_DATA']}")
     return x, (x.permute(0, 2, 3, 1).numpy() * 255).round().astype(np.uint8)
 
 
@@ -69,9 +76,9 @@ def test_random_corruptions_change_images_as_much(images, reference, name):
 
 
 # Corruptions that differ by design, held to the ratio of their change's spread to the reference's that was measured
-# (glass blur: batched block permutations against sequential swaps, 0.6-0.8; frost: the procedural stand-in against
-# the reference's photographs, 1.4-1.5), so that a change on either side shows here.
-BY_DESIGN = {"glass_blur": (0.5, 0.9), "frost": (1.0, 1.7)}
+# (glass blur: batched block permutations against sequential swaps, 0.53-0.79 procedural, 0.46-0.79 photographs; frost:
+# the procedural stand-in against the reference's photographs, 1.40-1.46 and 1.39-1.57), so that a change on either side shows.
+BY_DESIGN = {"glass_blur": (0.4, 0.9), "frost": (1.2, 1.75)}
 
 
 @pytest.mark.parametrize("name", sorted(BY_DESIGN))
