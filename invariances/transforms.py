@@ -299,7 +299,7 @@ def _fractal_clouds(n, h, w, decay, g, device):
     fy = torch.fft.fftfreq(h)[:, None]; fx = torch.fft.rfftfreq(w)[None, :]
     amp = torch.sqrt(fx ** 2 + fy ** 2).clamp_min(1 / max(h, w)) ** (-beta)
     phase = 2 * math.pi * torch.rand(n, 1, *amp.shape, generator=g)
-    t = torch.fft.irfft2(amp * torch.exp(1j * phase), s=(h, w))
+    t = torch.fft.irfft2(torch.polar(amp.expand_as(phase), phase), s=(h, w))
     lo, hi = t.amin((2, 3), keepdim=True), t.amax((2, 3), keepdim=True)
     return ((t - lo) / (hi - lo)).to(device)
 
