@@ -144,6 +144,18 @@ MODELS = {m.name: m for m in [
     # all three left out, four spaces (Table 5, Figure 4)
     ZooModel("looc++-color-rotation-texture", "looc", overrides={"augs": ("color", "rotation", "texture"), "plus": True},
              label="LooC++ (color, rotation, texture)", color="black", linestyle="--"),
+    # Table 4: MoCo with all three augmentations, LooC leaving all three out, and MoCo++ (LooC++'s architecture, MoCo's pair)
+    ZooModel("looc-moco-color-rotation-texture", "moco", policy="moco_color_rotation_texture", label="MoCo (all augmentations)",
+             color="0.2"),
+    ZooModel("looc-color-rotation-texture", "looc", overrides={"augs": ("color", "rotation", "texture")},
+             label="LooC (color, rotation, texture)", color="dimgray"),
+    ZooModel("moco++-color-rotation-texture", "looc", overrides={"augs": ("color", "rotation", "texture"), "plus": True, "mode": "moco"},
+             label="MoCo++ (all augmentations)", color="0.2", linestyle="--"),
+    # Table E.1: add-one (the augmentation off in the query and key 0, on in its own key only)
+    ZooModel("looc-addone-color", "looc", overrides={"augs": ("color",), "mode": "add_one"}, label="MoCo + AddOne (color)",
+             color="lightcoral"),
+    ZooModel("looc-addone-rotation", "looc", overrides={"augs": ("rotation",), "mode": "add_one"},
+             label="MoCo + AddOne (rotation)", color="indianred"),
 ]}
 ZOO_VERSION = 1  # bump when training code changes what a config produces; it is part of every model's key
 

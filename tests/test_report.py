@@ -25,8 +25,11 @@ def paper_result(claim):
     comp = next((c for c in COMPARISONS if c["run"] == claim.run and c.get("table") == claim.table and c.get("paper_values")), None)
     if comp is None: pytest.skip(f"no paper values for {claim.run}/{claim.table}")
     pv = ROOT / "repro" / "paper_values" / comp["paper_values"]
+    values = load_paper_values(pv, comp["measure"])
+    if missing := [r for r in claim.rows if r not in values.index]:   # rows the paper's text lost (its file says which)
+        pytest.skip(f"{comp['paper_values']} has no row {missing}: the claim cannot be checked on the paper's own numbers")
     marks = load_paper_values(pv, "similarity", "significant").astype(bool) if claim.marks else None
-    return check_claim(claim, load_paper_values(pv, comp["measure"]), marks)
+    return check_claim(claim, values, marks)
 
 
 @pytest.mark.parametrize("claim", CLAIMS, ids=[c.id for c in CLAIMS])

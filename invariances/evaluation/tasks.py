@@ -15,12 +15,13 @@ from ..data.classification import (load_caltech101, load_cifar10, load_cub200, l
                                              load_tiny_imagenet)
 from ..data.imageset import ImageSet
 from ..data.landmarks import load_300w, load_celeba, load_lsp
-from .linear import TRAIN_PER_CLASS
+from .linear import TRAIN_PER_CLASS, topk_accuracy, topk_readout, wd_grid
+from .readouts import few_shot_accuracy
 
 # %% auto #0
 __all__ = ['DOWNSTREAM_TASKS', 'FACTORS', 'RENDERED_FACTORS', 'FACTOR_FAMILY', 'TRANSFER_TASKS', 'TASK_FAMILY', 'TASK_DATA',
            'DownstreamTask', 'few_shot', 'downstream_task', 'factor_task', 'transfer_task', 'transfer_tasks',
-           'task_readout', 'TransferTable', 'transfer_table', 'rotated', 'corrupted_sets']
+           'task_readout', 'TransferTable', 'transfer_table', 'rotated', 'corrupted_sets', 'looc_transfer_row']
 
 # %% ../../nbs/72_tasks.ipynb #88030280
 @dataclass
@@ -252,3 +253,36 @@ def corrupted_sets(s: ImageSet, severities: Sequence[int] = (1, 2, 3, 4, 5), see
     names = [c for family in CORRUPTIONS.values() for c in family]
     return {(c, v): ImageSet(to_uint8_images(corrupt(x, c, v, torch.Generator().manual_seed(seed * 1000 + 10 * k + v))), s.meta, f"{s.name}/{c}-{v}")
             for k, c in enumerate(names) for v in severities}
+
+# %% ../../nbs/72_tasks.ipynb #0c8599a1
+def looc_transfer_row(features: Mapping[str, np.ndarray], linear: Mapping[str, tuple[ImageSet, ImageSet]],
+                      pools: Mapping[str, ImageSet] | None = None, shots: Sequence[int] = (5, 10), trials: int = 10,
+                      corrupted: Mapping | None = None, corrupted_targets=None, columns=None, grid_size: int = 45,
+                      folds: int = 5, seed: int = 0, max_iter: int = 1000) -> tuple[dict, dict, list[dict]]:
+    """One model's row of Xiao et al.'s transfer tables: `(row, fits, few_shot)`. `features` holds `<task>/train` and
+    `<task>/test` for each task of `linear` (task -> (train, test) sets) and `<pool>` for each few-shot pool; `corrupted`
+    maps each (corruption, severity) to the features of the objects task's first held-out images under it (their
+    classes `corrupted_targets`), scored by the objects classifier. `columns` (a column index) reads only those columns
+    of every feature (a LooC++ subset of spaces, `head_columns`). `fits`: each task's classifier; `few_shot`: a record per
+    pool and shot count with its 95% interval."""
+    pools = pools or {}
+    if corrupted and ("objects" not in linear or corrupted_targets is None):
+        raise ValueError("corrupted features are scored by the objects classifier: linear needs an 'objects' task and corrupted_targets")
+    if missing := [k for k in [f"{t}/{p}" for t in linear for p in ("train", "test")] + list(pools) if k not in features]:
+        raise ValueError(f"features has no {missing}; it has {sorted(features)}")
+    cut = (lambda a: np.asarray(a)) if columns is None else (lambda a: np.asarray(a)[:, columns])
+    row, fits, few = {}, {}, []
+    for task, (train, test) in linear.items():
+        r = topk_readout(cut(features[f"{task}/train"]), train.meta.target.to_numpy(), cut(features[f"{task}/test"]),
+                         test.meta.target.to_numpy(), ks=(1, 5), wds=wd_grid(1, grid_size), folds=folds, seed=seed, max_iter=max_iter)
+        prefix = "" if task == "objects" else f"{task}_"
+        row |= {f"{prefix}top1": r["top1"], f"{prefix}top5": r["top5"]}; fits[task] = r["fit"]
+    for pool, s in pools.items():
+        for k in shots:
+            fs = few_shot_accuracy(cut(features[pool]), s.meta.target.to_numpy(), n_way=None, k_shot=k, n_query=None, episodes=trials, seed=seed)
+            row["shot%d" % k if pool == "category" else f"{pool}_shot{k}"] = fs.accuracy
+            few.append({"task": pool, "shots": k, "accuracy": fs.accuracy, "ci95": fs.ci95, "classes": fs.n_way})
+    if corrupted:
+        y = np.asarray(corrupted_targets)
+        row["corrupt_all"] = float(np.mean([topk_accuracy(fits["objects"], cut(f), y, ks=(1,))["top1"] for f in corrupted.values()]))
+    return row, fits, few

@@ -27,15 +27,17 @@ from .moco import MocoConfig
 from .momentum import KeyQueue, batch_shuffle, momentum_copy, momentum_update
 
 # %% auto #0
-__all__ = ['looc_views', 'LoocConfig', 'LooC', 'head_columns']
+__all__ = ['LOOC_MODES', 'looc_views', 'LoocConfig', 'LooC', 'head_columns']
 
 # %% ../../nbs/56_looc.ipynb #93a4a146
+LOOC_MODES = ("leave_one_out", "add_one", "moco")
+
 def looc_views(x: torch.Tensor, policy: Policy | str, augs: Sequence[str] | int | None = None,
                generator: torch.Generator | None = None, mode: str = "leave_one_out", size: int = DEFAULT_IMAGE_SIZE):
     """LooC views of `x`: `(query, [key_0, key_1, ..., key_n], {"query": params, "keys": [params, ...]})`.
     `augs`: the leave-one-out augmentation names (default `policy.looc_augs`), or an int n for the first n of them."""
     if isinstance(policy, str): policy = get_policy(policy, size)
-    if mode not in ("leave_one_out", "add_one"): raise ValueError(f"unknown LooC mode {mode!r}; choose leave_one_out or add_one")
+    if mode not in LOOC_MODES: raise ValueError(f"unknown LooC mode {mode!r}; choose from {LOOC_MODES}")
     g = generator if generator is not None else new_generator()
     check_images(x)
     n = x.shape[0]
@@ -44,9 +46,9 @@ def looc_views(x: torch.Tensor, policy: Policy | str, augs: Sequence[str] | int 
         if not 0 <= loo <= len(policy.looc_augs): raise ValueError(f"n_aug={loo} but policy {policy.name!r} has looc_augs {policy.looc_augs}")
         loo = list(policy.looc_augs[:loo])
     for a in loo: policy[a]
-    if mode == "leave_one_out":
+    if mode in ("leave_one_out", "moco"):   # "moco" (MoCo++): key 0 alone, nothing left out
         q, pq = policy(x, g)
-        keys, pks = zip(*[policy(x, g)] + [policy(x, g, params={a: pq[a]}) for a in loo])
+        keys, pks = zip(*[policy(x, g)] + [policy(x, g, params={a: pq[a]}) for a in loo if mode == "leave_one_out"])
     else:  # add_one
         off = {a: policy[a].identity(n) for a in loo}
         q, pq = policy(x, g, params=off)
@@ -58,7 +60,7 @@ def looc_views(x: torch.Tensor, policy: Policy | str, augs: Sequence[str] | int 
 class LoocConfig(MocoConfig):
     "Everything that defines a LooC run: MoCo-v2's, plus the augmentations left out (one embedding space each), and whether it is LooC++."
     augs: tuple[str, ...] = ("color", "rotation")   # a subset of LOOC_AUGS, in that order
-    mode: str = "leave_one_out"                     # or "add_one" (Table E.1)
+    mode: str = "leave_one_out"                     # or "add_one" (Table E.1), or "moco" (MoCo++, Table 4: nothing left out)
     policy: str = ""                                # derived from `augs`: looc_<color + augs> (the notebook says why)
     plus: bool = False                              # LooC++: each space's head has its own copy of the last stage
     LATE_FIELDS: ClassVar[tuple[str, ...]] = MocoConfig.LATE_FIELDS + ("plus",)
@@ -69,7 +71,7 @@ class LoocConfig(MocoConfig):
         if not augs: raise ValueError(f"LooC needs at least one augmentation to leave out (n = 0); choose from {LOOC_AUGS}")
         if bad := [a for a in augs if a not in LOOC_AUGS]: raise ValueError(f"unknown LooC augmentation(s) {bad}; choose from {LOOC_AUGS}")
         if len(set(augs)) != len(augs): raise ValueError(f"augs {augs} repeats an augmentation")
-        if self.mode not in ("leave_one_out", "add_one"): raise ValueError(f"unknown LooC mode {self.mode!r}; choose leave_one_out or add_one")
+        if self.mode not in LOOC_MODES: raise ValueError(f"unknown LooC mode {self.mode!r}; choose from {LOOC_MODES}")
         if self.shared_augs: raise ValueError(f"shared_augs {self.shared_augs} is MoCo's (one key); LooC's keys share `augs`")
         self.augs = tuple(a for a in LOOC_AUGS if a in augs)   # one order, so one model has one key
         # the views are MoCo's (colour included, drawn independently unless left out) plus the augmentations left out
@@ -79,7 +81,9 @@ class LoocConfig(MocoConfig):
 
     @property
     def spaces(self) -> tuple[str, ...]:
-        "The embedding spaces in order: 'invariant' (Z_0), then one per left-out augmentation."
+        """The embedding spaces in order: 'invariant' (Z_0), then one per left-out augmentation; MoCo++ (mode 'moco'):
+        n + 1 spaces all invariant to every augmentation, numbered."""
+        if self.mode == "moco": return tuple(f"invariant-{i}" for i in range(len(self.augs) + 1))
         return ("invariant", *self.augs)
 
     @property
@@ -127,13 +131,20 @@ class LooC(MethodBase):
         q, k = run_concurrently(queries, keys, device=x.device)
         k = all_gather_cat(k.transpose(0, 2)).transpose(0, 2)          # every process's keys (dim 2: the images)
         offset = dist.get_rank() * q.shape[1] if is_distributed() else 0
+        # LooC: Eq. 2 over all spaces at once. MoCo++: each space on its own, its positive key 0 (MoCo's InfoNCE per head)
+        groups = [[i] for i in range(len(q))] if self.config.mode == "moco" else [list(range(len(q)))]
+        losses, logits = [], []
+        for g in groups:
+            if self.config.queue_size:
+                out = looc_loss(q[g], k[g][:, :, offset:offset + q.shape[1]], self.config.temperature,
+                                [self.queues[i].negatives() for i in g], return_logits=True)
+            else:
+                out = looc_loss(q[g], k[g], self.config.temperature, offset=offset, return_logits=True)
+            losses.append(out[0]); logits.append(out[1])
         if self.config.queue_size:
-            loss, logits = looc_loss(q, k[:, :, offset:offset + q.shape[1]], self.config.temperature,
-                                     [queue.negatives() for queue in self.queues], return_logits=True)
-            for i, queue in enumerate(self.queues): queue.push(k[i, i])
-        else:
-            loss, logits = looc_loss(q, k, self.config.temperature, offset=offset, return_logits=True)
-        return loss, {"acc": (logits[0].detach().argmax(1) == 0).float().mean()}   # Z_0: is key 0 the nearest?
+            for i, queue in enumerate(self.queues): queue.push(k[i, 0 if self.config.mode == "moco" else i])
+        loss = torch.stack(losses).mean()                                 # the same mean over spaces and images
+        return loss, {"acc": (logits[0][0].detach().argmax(1) == 0).float().mean()}   # Z_0: is key 0 the nearest?
 
     def _per_head(self, v: torch.Tensor) -> list[torch.Tensor]:
         "What each head reads of the pooled feature: all of it (LooC), or its stage copy's block (LooC++)."
