@@ -5,28 +5,55 @@
 # %% ../nbs/82_cli.ipynb #1a73d166
 from __future__ import annotations
 
-import argparse, dataclasses, json, os, sys
+import argparse, dataclasses, json, os, re, sys
 from pathlib import Path
 
 import nbformat
 
+from . import __version__
 from .core import write_text
 from .repro import load_batch, project_root, read_status, run_batch, summary_markdown
 from .report import build_report
 from .launch import dry_run, make_executor, train_zoo_models
 
 # %% auto #0
-__all__ = ['DOCS', 'main', 'notebook_markdown', 'readme_from_index', 'stale_docs', 'write_docs']
+__all__ = ['EXAMPLES', 'DOCS', 'batch_names', 'main', 'list_runs', 'notebook_markdown', 'readme_from_index', 'stale_docs',
+           'write_docs']
 
 # %% ../nbs/82_cli.ipynb #f7de5718
+EXAMPLES = """examples:
+  invariances-repro smoke                       every run of the smoke batch (about 10 minutes on 2 cores)
+  invariances-repro cpu --report repro/REPORT.md the main job, its report at the tracked path
+  invariances-repro cpu --only xiao-table2      one run (its zoo models trained first when not cached)
+  invariances-repro cpu --list                  the runs, their state here and their parameters
+  invariances-repro gpu --dry-run               one step of every model and run at paper shape, on the CPU
+  invariances-repro gpu --launcher slurm --partition P --gpus-per-node 8   train on a cluster, then run
+"""
+
+def batch_names(root: str | os.PathLike | None = None) -> dict[str, str]:
+    "The batches under `repro/batches/` of the project at `root`: name -> the first sentence of its description ({} outside a project)."
+    try: folder = (Path(root) if root else project_root()) / "repro" / "batches"
+    except (FileNotFoundError, ValueError): return {}
+    out = {}
+    for f in sorted(folder.glob("*.yaml")):
+        try: text = " ".join(str(load_batch(f.stem, folder.parent.parent).description).split())
+        except (FileNotFoundError, ValueError): text = ""
+        out[f.stem] = re.split(r"(?<!et al)(?<!Fig)(?<!Table)\. ", text)[0].rstrip(".") + "." if text else ""
+    return out
+
 def main(argv: list[str] | None = None) -> int:
-    """`invariances-repro BATCH [--only a,b] [--force] [--list] [--dry-run] [--launcher slurm --partition P --gpus-per-node G
-    --nodes N]`: run a batch (its zoo models trained on a cluster first with a launcher); exit 0 iff every run passed."""
-    ap = argparse.ArgumentParser(prog="invariances-repro", description=main.__doc__)
-    ap.add_argument("batch", help="a batch name under repro/batches/ (smoke, cpu, real, gpu) or a YAML path")
-    ap.add_argument("--only", default="", help="comma-separated run names to run")
+    "`invariances-repro`: run a batch of notebooks (its zoo models trained first), write its report; exit 0 iff every run passed."
+    batches = batch_names()
+    listing = "".join(f"  {n:12s} {d[:100]}\n" for n, d in batches.items())
+    ap = argparse.ArgumentParser(prog="invariances-repro", formatter_class=argparse.RawDescriptionHelpFormatter,
+                                 description="Run a batch of the papers' notebooks (training the zoo models they need first, or "
+                                             "reading them from the cache), then write its report. Exit 0 iff every run passed.",
+                                 epilog=(f"batches (repro/batches/*.yaml):\n{listing}\n" if listing else "") + EXAMPLES)
+    ap.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    ap.add_argument("batch", help="a batch name (listed below) or the path of a batch YAML file")
+    ap.add_argument("--only", default="", metavar="RUN[,RUN]", help="comma-separated run names: run (or list) only these")
     ap.add_argument("--force", action="store_true", help="re-run runs whose inputs are unchanged")
-    ap.add_argument("--list", action="store_true", help="list the batch's runs and their state, run nothing")
+    ap.add_argument("--list", action="store_true", help="a table of the batch's runs: their state in the run folder, the last invocation's status, their parameters; run nothing")
     ap.add_argument("--out", default=None, help="output folder (default repro/runs/<batch>)")
     ap.add_argument("--timeout", type=int, default=None, help="per-cell timeout in seconds")
     ap.add_argument("--report", default=None, metavar="PATH",
@@ -45,15 +72,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         root = project_root()
         batch = load_batch(a.batch, root)
-        if a.list:
-            out = Path(a.out or root / "repro" / "runs" / batch.name)
-            last = read_status(out)   # what the latest invocation did with each run
-            for r in batch.runs:
-                state = "done" if (out / r.name / ".done.json").is_file() else "not run"
-                state += f" (last: {last[r.name]['status']})" if r.name in last else ""
-                print(f"{r.name:32s} {r.notebook.name:32s} {state:24s} {json.dumps(r.parameters)}")
-            return 0
         only = [s for s in a.only.split(",") if s] or None
+        if only and (missing := sorted(set(only) - {r.name for r in batch.runs})):
+            raise ValueError(f"--only: no run named {missing} in batch {batch.name!r}; it has {[r.name for r in batch.runs]}")
+        if a.list:
+            print(list_runs(batch, Path(a.out or root / "repro" / "runs" / batch.name), only, root)); return 0
         if a.dry_run:
             seconds = dry_run(batch, only)
             print(f"dry run of batch {batch.name!r}: {len(seconds)} run(s) passed in {sum(seconds.values()):.0f} s"); return 0
@@ -69,6 +92,28 @@ def main(argv: list[str] | None = None) -> int:
         print(f"invariances-repro: error: {e}", file=sys.stderr); return 2
     print("\n" + summary_markdown(batch, results))
     return 0 if all(r.status in ("ok", "skipped") for r in results) else 1
+
+def _parameters_summary(parameters: dict, width: int = 60) -> str:
+    "`k=v, ...` of a run's parameters, lists shortened to their length, cut at `width` characters."
+    def short(v): return f"[{len(v)}]" if isinstance(v, (list, tuple)) and len(json.dumps(v)) > 24 else json.dumps(v)
+    text = ", ".join(f"{k}={short(v)}" for k, v in parameters.items())
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+def list_runs(batch, out: Path, only: list[str] | None = None, root: Path | None = None) -> str:
+    """A table of `batch`'s runs (those of `only`): whether the run folder `out` holds a result, the last invocation's
+    status and seconds (`status.json`), and the run's parameters in short; then where the committed report is."""
+    last = read_status(out)
+    rows = [{"run": r.name, "notebook": r.notebook.name,
+             "here": "done" if (out / r.name / ".done.json").is_file() else "not run",
+             "last invocation": last.get(r.name, {}).get("status", "-"),
+             "parameters": _parameters_summary(r.parameters)} for r in batch.runs if not only or r.name in only]
+    widths = {k: max(len(k), *(len(r[k]) for r in rows)) for k in rows[0]}
+    text = "\n".join("  ".join(f"{r[k]:<{w}}" for k, w in widths.items()).rstrip() for r in [dict(zip(widths, widths))] + rows)
+    report = Path(root or project_root()) / "repro" / ("REPORT.md" if batch.name == "cpu" else f"REPORT-{batch.name}.md")
+    tail = f"\nrun folder: {out}" + (f"\ncommitted report: {report.relative_to(report.parent.parent)} (what a batch run last built and "
+                                     "committed; `here` is this machine's run folder)" if report.is_file() else "")
+    return text + tail
+
 
 # %% ../nbs/82_cli.ipynb #a13cef6c
 DOCS = {"index.ipynb": "README.md", "architecture.ipynb": "ARCHITECTURE.md"}   # nbs/<notebook> -> <page> at the root
