@@ -8,23 +8,26 @@ from __future__ import annotations
 import dataclasses, datetime, io, json, os, sys
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 import yaml
 
+from . import zoo
 from .core import write_bytes, write_text
+from .profiles import get_profile
 from .runs import table_markdown
 from .repro import load_batch, project_root
 from .train.moco import MocoConfig
 
 # %% auto #0
 __all__ = ['CLAIM_KEYS', 'OPTIONAL_CLAIM_KEYS', 'RUN_STATUSES', 'USABLE', 'REBUILD_BEGIN', 'REBUILD_END', 'BUDGET_MINUTES',
-           'CHECKS', 'Claim', 'load_claims', 'ClaimResult', 'marks_mask', 'check_claim', 'load_paper_values',
-           'side_by_side', 'RunState', 'run_states', 'load_scoreboard', 'batch_runs', 'rebuild_table',
-           'scoreboard_section', 'committed_rebuild_table', 'update_rebuild_table', 'cost_by_paper', 'plot_cost',
-           'claim_outcome', 'claims_section', 'minutes_per_model', 'plot_claims_against_compute', 'Report',
-           'build_report']
+           'CHECKS', 'PAPERS_SCALE', 'UNTRAINED_MARGIN', 'Claim', 'load_claims', 'ClaimResult', 'marks_mask',
+           'check_claim', 'load_paper_values', 'side_by_side', 'RunState', 'run_states', 'load_scoreboard',
+           'batch_runs', 'rebuild_table', 'scoreboard_section', 'committed_rebuild_table', 'update_rebuild_table',
+           'cost_by_paper', 'plot_cost', 'claim_outcome', 'claims_section', 'minutes_per_model',
+           'plot_claims_against_compute', 'scale_note', 'weak_models', 'caveats_section', 'Report', 'build_report']
 
 # %% ../nbs/81_report.ipynb #a5a5a0ab
 CLAIM_KEYS = {"id", "paper", "quote", "rule", "run", "table", "check", "rows", "columns", "expect",
@@ -401,6 +404,43 @@ def plot_claims_against_compute(points: list[dict], title: str = ""):
     fig.tight_layout()
     return fig
 
+# %% ../nbs/81_report.ipynb #431929a5
+PAPERS_SCALE = ("The papers train ResNet-50 at 224 px on ImageNet or its 100-class subset for 200 to 800 epochs (MoCo-v2: a "
+                "queue of 65,536 keys, key momentum 0.999), one seed per model.")
+UNTRAINED_MARGIN = "k-NN margin / untrained margin"   # the start of the training table's column (`training_table`)
+
+def scale_note(profile: str) -> str:
+    "What every model of a batch at `profile` is, in one sentence: the backbone, images and MoCo-v2 recipe the zoo trains."
+    p = get_profile(profile); c = zoo.model_config("moco-default", p)
+    queue = f"a queue of {c.queue_size:,} keys" if c.queue_size else "no queue (the batch's other keys are the negatives)"
+    return (f"**Scale (`{p.name}` profile).** {p.arch} at width {p.width:g}, {p.image_size} px images, {p.n_train:,} training "
+            f"images ({p.data}); the self-supervised models on MoCo-v2's recipe at this scale: {c.steps} steps of batch "
+            f"{c.batch_size}, learning rate {c.lr:g}, {queue}, key momentum {c.key_momentum:g}, temperature {c.temperature:g}; "
+            "one seed per model unless a table says otherwise.")
+
+def weak_models(training: Mapping[str, pd.DataFrame | None]) -> dict[str, list[str]]:
+    "Model (row label) -> the runs whose `training` table shows its held-out k-NN margin over chance at most the untrained network's."
+    out: dict[str, list[str]] = {}
+    for run, t in training.items():
+        col = next((c for c in (t.columns if t is not None else []) if str(c).startswith(UNTRAINED_MARGIN)), None)
+        if col is None: continue
+        for label, v in t[col].items():
+            if pd.notna(v) and float(v) <= 1: out.setdefault(str(label), []).append(run)
+    return out
+
+def caveats_section(profiles: Sequence[str], weak: Mapping[str, list[str]], results: Sequence[ClaimResult]) -> list[str]:
+    "The report's 'Scale and caveats': each profile's scale beside the papers', the models that did not learn, the claims on them."
+    labels = zoo.labels()
+    lines = ["## Scale and caveats", ""] + [x for p in profiles for x in (scale_note(p), "")] + [PAPERS_SCALE, ""]
+    if not weak: return lines + ["Every model the runs read out is above the untrained network by held-out k-NN accuracy.", ""]
+    lines += ["**Models no better than the untrained network** (held-out k-NN margin over chance at most the untrained "
+              "network's): " + "; ".join(f"{m} (run{'s' if len(r) > 1 else ''} {', '.join(r)})" for m, r in weak.items()) + ".", ""]
+    resting = [(r.claim.id, ms) for r in results if r.held is not None
+               and (ms := sorted({labels.get(x, x) for x in r.claim.rows} & set(weak)))]
+    if resting: lines += ["Claims that compare such a model, whose verdict says little about the method: " +
+                          "; ".join(f"`{i}` ({', '.join(ms)})" for i, ms in resting) + ".", ""]
+    return lines
+
 # %% ../nbs/81_report.ipynb #48d66df6
 @dataclass
 class Report:
@@ -519,7 +559,10 @@ def build_report(batch: str, root: str | os.PathLike | None = None, out: str | o
             results.append(check_claim(c, _read_table(d, c.table), _read_table(d, c.marks) if c.marks else None))
     cost = (f"The batch's cost: {wall:.1f} min of wall time for the results shown, about {wall - trained_here + train:.0f} min "
             f"from scratch with every zoo model trained" + (f"; this invocation spent {invocation:.1f} min" if has_status else "") + ".")
-    lines = head + (scoreboard_section(board, states, results, wall_min) + [cost, ""] if board else []) + cost_lines
+    profiles = list(dict.fromkeys(r.parameters["profile"] for r in b.runs if isinstance(r.parameters.get("profile"), str)))
+    weak = weak_models({n: _read_table(states[n].folder, "training") for n in usable})
+    lines = (head + caveats_section(profiles, weak, results) + (scoreboard_section(board, states, results, wall_min) + [cost, ""] if board else [])
+             + cost_lines)
     if results: lines += claims_section(results)
     if any(r.variant_of for r in b.runs) and results:   # the same claims at several budgets: held against compute
         points = []

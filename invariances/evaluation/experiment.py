@@ -63,10 +63,13 @@ class Experiment:
             self.train_s[cost_name] = self.records[key].get("train_seconds", 0.0)
             if not cached: self.train_s_in_run[cost_name] = self.train_s[cost_name]
             print(f"{key:18s} trained in {self.train_s[cost_name] / 60:.1f} min{' (cached)' if cached else ''}")
+        references = {}
         if health:
             for key, (name, seed) in wanted.items(): self.health[key] = model_health(name, self.profile, seed, self.data_root, self.runtime)
+            # the untrained network, always: every model's margin against it (no training; its k-NN cached in the zoo)
+            references["random"] = self.health.get("random") or model_health("random", self.profile, self.seed, self.data_root, self.runtime)
         self.training = training_table({k: self.records[k] for k in wanted}, self.profile, self.seed,
-                                       health={k: self.health[k] for k in wanted if k in self.health})
+                                       health={k: self.health[k] for k in wanted if k in self.health}, references=references)
         self.table(self.training, "training")
         return encoders
 

@@ -202,10 +202,11 @@ def plot_radar(panels: Mapping[str, pd.DataFrame], styles: Mapping[str, dict] | 
 
 # %% ../../nbs/71_tables.ipynb #f710d812
 def training_table(records: Mapping[str, dict], profile, seed: int = 0, labels: Mapping[str, str] | None = None,
-                   health: Mapping[str, dict] | None = None) -> pd.DataFrame:
+                   health: Mapping[str, dict] | None = None, references: Mapping[str, dict] | None = None) -> pd.DataFrame:
     """One row per zoo model of `records` (name or `zoo.instance` -> `zoo.training_record`, `{}` if none): how it trained at `profile`;
     with `health` (name -> `evaluation.health.model_health`), its k-NN accuracy on held-out data and chance, and for
-    every model but the references its margin over chance against theirs (`evaluation.health.TARGETS`)."""
+    every model but the references its margin over chance against theirs (`evaluation.health.TARGETS`). `references`
+    (reference name -> its health) supplies references that are not rows themselves (the untrained network's, say)."""
     def chance(name):
         model, s = zoo.parse_instance(name, seed)
         return getattr(zoo.model_config(model, profile, s), "chance_loss", np.nan)
@@ -213,6 +214,7 @@ def training_table(records: Mapping[str, dict], profile, seed: int = 0, labels: 
         model, s = zoo.parse_instance(name, seed)
         return labels.get(name, labels.get(model, model) + (f" (seed {s})" if s != seed else ""))
     health, labels = health or {}, zoo.labels() if labels is None else labels
+    known = {**(references or {}), **health}     # a reference that is also a row: its own record
     rows = []
     for name, r in records.items():
         row = {"model": label(name), "steps": r.get("steps", 0),
@@ -225,8 +227,8 @@ def training_table(records: Mapping[str, dict], profile, seed: int = 0, labels: 
                            "linear accuracy (held out)": health.get(name, {}).get("linear_accuracy", np.nan),
                            "chance (held out)": health.get(name, {}).get("chance", np.nan)}
         for ref, least in TARGETS.items():   # the margins the project's targets ask of a self-supervised model
-            if name in health and ref in health and name not in TARGETS:
+            if name in health and ref in known and name not in TARGETS:
                 row[f"k-NN margin / {'untrained' if ref == 'random' else ref} margin (target >= {least})"] = margin_ratio(
-                    health[name]["knn_accuracy"], health[ref]["knn_accuracy"], health[name]["chance"])
+                    health[name]["knn_accuracy"], known[ref]["knn_accuracy"], health[name]["chance"])
         rows.append(row)
     return pd.DataFrame(rows).set_index("model")
