@@ -25,9 +25,10 @@ from .train.moco import MocoConfig
 __all__ = ['CLAIM_KEYS', 'OPTIONAL_CLAIM_KEYS', 'RUN_STATUSES', 'USABLE', 'REBUILD_BEGIN', 'REBUILD_END', 'BUDGET_MINUTES',
            'CHECKS', 'PAPERS_SCALE', 'UNTRAINED_MARGIN', 'Claim', 'load_claims', 'ClaimResult', 'marks_mask',
            'check_claim', 'load_paper_values', 'side_by_side', 'RunState', 'run_states', 'load_scoreboard',
-           'batch_runs', 'rebuild_table', 'scoreboard_section', 'committed_rebuild_table', 'update_rebuild_table',
-           'cost_by_paper', 'plot_cost', 'claim_outcome', 'claims_section', 'minutes_per_model',
-           'plot_claims_against_compute', 'scale_note', 'weak_models', 'caveats_section', 'Report', 'build_report']
+           'batch_runs', 'report_path', 'committed_run_status', 'rebuild_table', 'scoreboard_section',
+           'committed_rebuild_table', 'update_rebuild_table', 'cost_by_paper', 'plot_cost', 'claim_outcome',
+           'claims_section', 'minutes_per_model', 'plot_claims_against_compute', 'scale_note', 'weak_models',
+           'caveats_section', 'Report', 'build_report']
 
 # %% ../nbs/81_report.ipynb #a5a5a0ab
 CLAIM_KEYS = {"id", "paper", "quote", "rule", "run", "table", "check", "rows", "columns", "expect",
@@ -252,20 +253,43 @@ def batch_runs(root: str | os.PathLike) -> dict[str, list[str]]:
     root = Path(root)
     return {f.stem: [r.name for r in load_batch(f, root).runs] for f in sorted((root / "repro" / "batches").glob("*.yaml"))}
 
+def report_path(batch: str, root: str | os.PathLike) -> Path:
+    "Where a batch's committed report lives: `repro/REPORT.md` for the main job (`cpu`), `repro/REPORT-<batch>.md` for the others."
+    return Path(root) / "repro" / ("REPORT.md" if batch == "cpu" else f"REPORT-{batch}.md")
+
+def committed_run_status(report: str | os.PathLike) -> dict[str, str]:
+    "Run -> its status in a committed report's 'Runs and their cost' table ({} when there is no such report)."
+    p = Path(report)
+    if not p.is_file(): return {}
+    text = p.read_text()
+    if "## Runs and their cost" not in text: return {}
+    out = {}
+    for line in text.split("## Runs and their cost", 1)[1].splitlines()[1:]:
+        if line.startswith("#"): break
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) >= 3 and line.startswith("|") and cells[0] not in ("run", "") and not set(cells[0]) <= set("-:"):
+            out[cells[0]] = cells[2]
+    return out
+
 def rebuild_table(root: str | os.PathLike | None = None) -> str:
-    "The README's table of what we rebuild: every result of the scoreboard, with the batches that build it or `not yet`."
+    """The README's table of what we rebuild: every result of the scoreboard, the batches whose committed report shows it
+    run (`ok`) and the batches it is only configured in; `not yet` when no batch has it."""
     root = Path(root) if root else project_root()
     path = root / "repro" / "scoreboard.yaml"
     board, batches = load_scoreboard(path), batch_runs(root)
     held = {n for runs in batches.values() for n in runs}
+    reported = {b: committed_run_status(report_path(b, root)) for b in batches}
     lines = ["| paper | result | what it shows | status |", "|---|---|---|---|"]
+    tick = lambda bs: ", ".join(f"`{b}`" for b in bs)
     for p in board:
         for i, r in enumerate(p["results"]):
             if r.get("run") and r["run"] not in held:
                 raise ValueError(f"{path}: {p['paper']} {r['name']}: run {r['run']!r} is in no batch ({', '.join(batches)})")
             by = [b for b, runs in batches.items() if r.get("run") in runs]
-            status = f"built by the {', '.join(f'`{b}`' for b in by)} batch{'es' if len(by) > 1 else ''}" if by else "not yet"
-            lines.append(f"| {p['paper'] + ', *' + p['title'] + '*' if i == 0 else ''} | {r['name']} | {r['what']} | {status} |")
+            ran = [b for b in by if reported[b].get(r["run"]) == "ok"]
+            status = "; ".join(x for x in ((f"run by {tick(ran)} ({', '.join(report_path(b, root).name for b in ran)})" if ran else ""),
+                                           (f"configured in {tick([b for b in by if b not in ran])}" if len(ran) < len(by) else "")) if x)
+            lines.append(f"| {p['paper'] + ', *' + p['title'] + '*' if i == 0 else ''} | {r['name']} | {r['what']} | {status or 'not yet'} |")
     return "\n".join(lines) + "\n"
 
 def scoreboard_section(board: list[dict], states: dict[str, RunState], results: list[ClaimResult],
