@@ -136,9 +136,15 @@ def _batches(images, batch_size: int, device):
 
 def extract_features(model: nn.Module, images, layer: str | nn.Module | None = None, batch_size: int = 256,
                      pool: str = "avg", transform: Callable[[torch.Tensor], torch.Tensor] | None = None,
-                     normalize: bool | tuple = False, runtime: Runtime | None = None, progress: bool = True,
-                     stop_early: bool = True, desc: str | None = None) -> Features:
-    "Features of `model` at `layer` (None = output) for every image of `images`, with their metadata rows."
+                     input_norm: bool | tuple = False, runtime: Runtime | None = None, progress: bool = True,
+                     stop_early: bool = True, desc: str | None = None, normalize: bool | tuple | None = None) -> Features:
+    """Features of `model` at `layer` (None = output) for every image of `images`, with their metadata rows.
+    `input_norm`: subtract a mean and divide by a std per channel of the *input images* (True: ImageNet's; a `(mean,
+    std)` pair: yours); the features themselves are never L2-normalised here. `normalize` is its old name (deprecated)."""
+    if normalize is not None:
+        warnings.warn("extract_features(normalize=...) is now input_norm=...: it normalises the input images (mean and std), "
+                      "not the features; `normalize` will be removed in the next release", DeprecationWarning, stacklevel=2)
+        input_norm = normalize
     if pool not in POOLS: raise ValueError(f"unknown pool {pool!r}; choose one of {POOLS}")
     if int(batch_size) < 1: raise ValueError(f"batch_size must be >= 1, got {batch_size}")
     target = _find_layer(model, layer)
@@ -148,10 +154,10 @@ def extract_features(model: nn.Module, images, layer: str | nn.Module | None = N
     runtime = runtime.measuring()     # fp32 whatever path trains: cached measurements must not depend on it
     model = runtime.model(model)
     dev = runtime.device
-    if normalize is True: normalize = (IMAGENET_MEAN, IMAGENET_STD)
-    if normalize:
-        try: mean, std = (torch.as_tensor(v, dtype=torch.float32, device=dev).view(1, -1, 1, 1) for v in normalize)
-        except (TypeError, ValueError): raise ValueError(f"normalize must be True, False or a (mean, std) pair, got {normalize!r}") from None
+    if input_norm is True: input_norm = (IMAGENET_MEAN, IMAGENET_STD)
+    if input_norm:
+        try: mean, std = (torch.as_tensor(v, dtype=torch.float32, device=dev).view(1, -1, 1, 1) for v in input_norm)
+        except (TypeError, ValueError): raise ValueError(f"input_norm must be True, False or a (mean, std) pair, got {input_norm!r}") from None
     captured = {}
     def hook(mod, inp, out):
         captured["out"] = pool_features(out, pool)
@@ -180,7 +186,7 @@ def extract_features(model: nn.Module, images, layer: str | nn.Module | None = N
                     raise ValueError(f"image batch {len(metas)} (rows {start} to {start + len(meta) - 1}) holds {int(bad.sum())} NaN/inf "
                                      f"values{' after `transform`' if transform is not None else ''} "
                                      f"(first in row {start + int(bad.flatten(1).any(1).nonzero()[0])})")
-                if normalize: x = (x - mean) / std
+                if input_norm: x = (x - mean) / std
                 captured.clear()
                 try: out = model(x)
                 except _StopForward: out = None
@@ -197,7 +203,7 @@ def extract_features(model: nn.Module, images, layer: str | nn.Module | None = N
     bad = ~np.isfinite(arr)
     if bad.any(): warnings.warn(f"{int(bad.sum())} non-finite feature values at layer {layer!r} (overflow in the model?)")
     info = {"layer": layer_name, "pool": pool,
-            "model": type(model).__name__, "normalize": [list(map(float, v)) for v in normalize] if normalize else None,
+            "model": type(model).__name__, "normalize": [list(map(float, v)) for v in input_norm] if input_norm else None,
             "transform": getattr(transform, "__name__", type(transform).__name__) if transform is not None else None,
             **runtime.describe()}
     return Features(arr, pd.concat(metas, ignore_index=True), info)

@@ -314,16 +314,17 @@ def _r2_per_output(pred, true) -> torch.Tensor:
 FEATURE_CACHE_VERSION = 2   # 2: the images' content is part of the key
 
 def cached_features(model_key: str, model, images: ImageSet, dataset: str | Mapping, layer: str | None = None, pool: str = "avg",
-                    normalize: bool | tuple = False, batch_size: int = 256, runtime=None, folder=None, verify: bool = True,
+                    input_norm: bool | tuple = False, batch_size: int = 256, runtime=None, folder=None, verify: bool = True,
                     on_damaged: str = "recompute", progress: bool = False) -> Features:
-    "`extract_features(model, images, layer, ...)`, computed once per (model key, dataset, layer, pool, normalize) and read back from disk."
+    "`extract_features(model, images, layer, ...)`, computed once per (model key, dataset, layer, pool, input_norm) and read back from disk."
     if not isinstance(model_key, str) or not model_key: raise ValueError(f"model_key must be a non-empty string, got {model_key!r}")
     if layer is not None and not isinstance(layer, str): raise TypeError(f"layer must be a layer name (str) or None to be cached, got {type(layer).__name__}")
     if on_damaged not in ("recompute", "raise"): raise ValueError(f"on_damaged must be 'recompute' or 'raise', got {on_damaged!r}")
     if not isinstance(images, ImageSet): raise TypeError(f"images must be an ImageSet, got {type(images).__name__}")
     key = {"version": FEATURE_CACHE_VERSION, "model": model_key, "dataset": dataset, "n": len(images),
            "image_shape": list(images.images.shape[1:]), "content": images_digest(images), "layer": layer, "pool": pool,
-           "normalize": [list(map(float, v)) for v in normalize] if isinstance(normalize, (tuple, list)) else bool(normalize)}
+           # the key's field keeps the parameter's old name, so that entries cached before the rename are still found
+           "normalize": [list(map(float, v)) for v in input_norm] if isinstance(input_norm, (tuple, list)) else bool(input_norm)}
     entry = Path(folder) if folder is not None else cache_dir("features")
     entry = entry / f"{_safe(model_key)}-{config_key(key)}"
     try:
@@ -333,7 +334,7 @@ def cached_features(model_key: str, model, images: ImageSet, dataset: str | Mapp
     except CacheError as e:
         if on_damaged == "raise": raise
         warn_damaged(f"features of model {model_key!r} on {dataset!r} (layer {layer}, pool {pool})", entry, e, "recomputing it")
-    feats = extract_features(model, images, layer, batch_size=batch_size, pool=pool, normalize=normalize, runtime=runtime, progress=progress)
+    feats = extract_features(model, images, layer, batch_size=batch_size, pool=pool, input_norm=input_norm, runtime=runtime, progress=progress)
     begin_entry(entry)                                          # a half-written entry never looks finished
     feats.save(entry / "features")
     finish_entry(entry, key, FEATURE_FILES)
