@@ -1470,5 +1470,6 @@ d = { 'settings': { 'branch': 'main',
                                  'invariances.zoo.parse_instance': ('zoo.html#parse_instance', 'invariances/zoo.py'),
                                  'invariances.zoo.snapshot_record': ('zoo.html#snapshot_record', 'invariances/zoo.py'),
                                  'invariances.zoo.snapshots': ('zoo.html#snapshots', 'invariances/zoo.py'),
+                                 'invariances.zoo.training_estimate': ('zoo.html#training_estimate', 'invariances/zoo.py'),
                                  'invariances.zoo.training_record': ('zoo.html#training_record', 'invariances/zoo.py'),
                                  'invariances.zoo.weights_digest': ('zoo.html#weights_digest', 'invariances/zoo.py')}}}

@@ -27,8 +27,8 @@ from .train.methods import SNAPSHOT_DIR, SNAPSHOT_FRACTIONS, get_method, method_
 # %% auto #0
 __all__ = ['DATA', 'REAL_FOLDERS', 'MODELS', 'ZOO_VERSION', 'FUSIONS', 'MODEL_FILES', 'SNAPSHOTS', 'dataset', 'data_identity',
            'ZooModel', 'get_model', 'labels', 'model_config', 'model_key', 'model_dir', 'Fusion', 'fusion_parts',
-           'instance', 'parse_instance', 'get', 'is_cached', 'weights_digest', 'training_record', 'snapshots',
-           'snapshot_record']
+           'instance', 'parse_instance', 'get', 'training_estimate', 'is_cached', 'weights_digest', 'training_record',
+           'snapshots', 'snapshot_record']
 
 # %% ../nbs/60_zoo.ipynb #ac3d997a
 def _synthetic_objects(split, n, size, root):
@@ -290,8 +290,22 @@ def get(name: str, profile: str | Profile = "cpu", seed: int = 0, root=None, run
         _finish(folder, name, p, seed)
         return enc
 
+def training_estimate(name: str, profile: str | Profile = "cpu", root=None) -> float | None:
+    """Minutes zoo model `name` should take to train here: its steps at the median seconds per step of the models of the
+    same method already trained at `profile` on this machine (None when there are none to go by, or it does not train)."""
+    p, m = get_profile(profile), get_model(name)
+    steps = getattr(model_config(name, p), "steps", None)
+    if not get_method(m.method).trains or not steps: return None
+    rates = [r["train_seconds"] / r["steps"] for other, o in MODELS.items() if other != name and o.method == m.method
+             for r in [training_record(other, p, 0, root) or {}] if r.get("steps") and r.get("train_seconds")]
+    return float(np.median(rates)) * steps / 60 if rates else None
+
 def _train(folder: Path, name: str, p: Profile, seed: int, root, runtime, progress) -> Encoder:
     cfg, m = model_config(name, p, seed), get_model(name)
+    if get_method(m.method).trains:   # `get` may take minutes: say so before it starts
+        est = training_estimate(name, p, root)
+        print(f"zoo: {name!r} (profile {p.name}, seed {seed}) is not in the cache: training it now, {getattr(cfg, 'steps', '?')} steps"
+              + (f", about {est:.0f} min here (the cached {m.method} models' speed)" if est is not None else ""), flush=True)
     train_set = dataset(p, "train", p.n_train, root, data=m.data) if get_method(m.method).trains else None
     return train(m.method, train_set, cfg, folder, runtime=runtime, progress=progress, snapshots=SNAPSHOT_FRACTIONS).eval()
 
