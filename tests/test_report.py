@@ -235,6 +235,9 @@ def test_readme_status_column_matches_the_batches():
         "repro/batches/: run `python -c 'from invariances.report import update_rebuild_table; update_rebuild_table()'` "
         "then `python -c 'from invariances.cli import write_docs; write_docs()'`")
     assert want in (ROOT / "README.md").read_text()
+    from invariances.report import standing            # and its first lines: what each committed report says
+    assert committed_rebuild_table(ROOT, "standing") == standing(ROOT), "README's 'where it stands' is stale: the same two commands"
+    assert standing(ROOT) in (ROOT / "README.md").read_text()
 
 
 def test_committed_report_builds_only_what_the_batches_build():
