@@ -5,7 +5,7 @@
 # %% ../nbs/61_resolve.ipynb #1c77ad52
 from __future__ import annotations
 
-import json, os
+import json, os, warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
@@ -67,6 +67,7 @@ def normalize_inputs(net: nn.Module, mean=IMAGENET_MEAN, std=IMAGENET_STD) -> nn
     "Make `net` take [0, 1] images: a forward pre-hook standardises them (layer names stay the network's own)."
     m, s = torch.tensor(mean).view(1, -1, 1, 1), torch.tensor(std).view(1, -1, 1, 1)
     net.register_forward_pre_hook(lambda mod, args: ((args[0] - m.to(args[0])) / s.to(args[0]), *args[1:]))
+    net.invariances_input_norm = (tuple(mean), tuple(std))   # what `load_model` checks before it warns
     return net
 
 # %% ../nbs/61_resolve.ipynb #f993b236
@@ -157,6 +158,10 @@ def load_model(model: str | os.PathLike | nn.Module, weights=None, layer: str | 
     untrained), a checkpoint file (MoCo repository, VISSL/PIRL, torchvision ResNet `state_dict`, this library's `backbone.pt`), or
     `zoo:<name>`. `layer` names the layer measured (default: the output, the classifier removed)."""
     if isinstance(model, nn.Module):
+        if type(model).__module__.startswith(("torchvision.models", "timm.")) and not hasattr(model, "invariances_input_norm"):
+            warnings.warn(f"{type(model).__module__}.{type(model).__name__} given as a module is fed [0, 1] images as they are; "
+                          "if it was trained on ImageNet-normalised inputs, pass normalize_inputs(model) (invariances.resolve) "
+                          "or its name (e.g. 'resnet50' with weights=...), which normalise them", UserWarning, stacklevel=2)
         net, label, desc, info = model, type(model).__name__, f"`{type(model).__name__}` given as a module", {"source": "module"}
     elif isinstance(model, (str, os.PathLike)):
         net, label, desc, info = _network(str(model), weights, layer, profile, seed, data_root)
