@@ -13,7 +13,7 @@ import nbformat
 from . import __version__
 from .core import write_text
 from .repro import load_batch, project_root, read_status, run_batch, summary_markdown
-from .report import build_report
+from .report import build_report, report_path
 from .launch import dry_run, make_executor, train_zoo_models
 
 # %% auto #0
@@ -101,7 +101,7 @@ def _parameters_summary(parameters: dict, width: int = 60) -> str:
 
 def list_runs(batch, out: Path, only: list[str] | None = None, root: Path | None = None) -> str:
     """A table of `batch`'s runs (those of `only`): whether the run folder `out` holds a result, the last invocation's
-    status and seconds (`status.json`), and the run's parameters in short; then where the committed report is."""
+    status (`status.json`), and the run's parameters in short; then where the committed report is."""
     last = read_status(out)
     rows = [{"run": r.name, "notebook": r.notebook.name,
              "here": "done" if (out / r.name / ".done.json").is_file() else "not run",
@@ -109,7 +109,7 @@ def list_runs(batch, out: Path, only: list[str] | None = None, root: Path | None
              "parameters": _parameters_summary(r.parameters)} for r in batch.runs if not only or r.name in only]
     widths = {k: max(len(k), *(len(r[k]) for r in rows)) for k in rows[0]}
     text = "\n".join("  ".join(f"{r[k]:<{w}}" for k, w in widths.items()).rstrip() for r in [dict(zip(widths, widths))] + rows)
-    report = Path(root or project_root()) / "repro" / ("REPORT.md" if batch.name == "cpu" else f"REPORT-{batch.name}.md")
+    report = report_path(batch.name, root or project_root())
     tail = f"\nrun folder: {out}" + (f"\ncommitted report: {report.relative_to(report.parent.parent)} (what a batch run last built and "
                                      "committed; `here` is this machine's run folder)" if report.is_file() else "")
     return text + tail

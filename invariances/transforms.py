@@ -273,7 +273,7 @@ def _zoom_positions(n: int, z: float) -> torch.Tensor:
     pixels, zoomed by scipy to `round(crop z)` pixels (first and last on the crop's first and last), trimmed back to `n`."""
     crop = math.ceil(n / z); top = (n - crop) // 2
     out = int(round(crop * z)); trim = (out - n) // 2
-    return top + (trim + torch.arange(n, dtype=torch.float64)) * (crop - 1) / (out - 1)
+    return top + (trim + torch.arange(n, dtype=torch.float64)) * (crop - 1) / max(out - 1, 1)
 
 def _clipped_zoom(x: torch.Tensor, z: float) -> torch.Tensor:
     "The reference's centre zoom by `z` of a batch, exactly: one bilinear grid_sample at `_zoom_positions` (corner-aligned)."
