@@ -27,8 +27,8 @@ __all__ = ['CLAIM_KEYS', 'OPTIONAL_CLAIM_KEYS', 'RUN_STATUSES', 'USABLE', 'REBUI
            'load_claims', 'ClaimResult', 'marks_mask', 'check_claim', 'load_paper_values', 'side_by_side', 'RunState',
            'run_states', 'load_scoreboard', 'batch_runs', 'report_path', 'committed_run_status', 'rebuild_table',
            'scoreboard_section', 'standing', 'committed_rebuild_table', 'update_rebuild_table', 'cost_by_paper',
-           'plot_cost', 'claim_outcome', 'claims_section', 'minutes_per_model', 'plot_claims_against_compute',
-           'scale_note', 'weak_models', 'caveats_section', 'Report', 'build_report']
+           'plot_cost', 'claim_outcome', 'why_not_held', 'claims_section', 'minutes_per_model',
+           'plot_claims_against_compute', 'scale_note', 'weak_models', 'caveats_section', 'Report', 'build_report']
 
 # %% ../nbs/81_report.ipynb #a5a5a0ab
 CLAIM_KEYS = {"id", "paper", "quote", "rule", "run", "table", "check", "rows", "columns", "expect",
@@ -410,9 +410,19 @@ def plot_cost(cost: pd.DataFrame, budget: float | None = None, title: str = ""):
 
 # %% ../nbs/81_report.ipynb #c1a1b2c6
 def claim_outcome(r: ClaimResult) -> str:
-    "`held (15/18, needs 16)`, `**not held** (...)` or `not evaluated`: the fraction always beside the verdict."
+    "`held (15/18, needs 16)`, `**not held** (...)` or `not evaluated`: the fraction always beside the verdict, and why not."
     if r.held is None: return "not evaluated"
-    return f"{'held' if r.held else '**not held**'} ({r.fraction}, needs {r.claim.needed})"
+    return f"{'held' if r.held else '**not held**'} ({r.fraction}, needs {r.claim.needed})" + ("" if r.held else f": {why_not_held(r)}")
+
+def why_not_held(r: ClaimResult) -> str:
+    """Why a claim did not hold, in words: a lack of power (the point estimates show it in enough columns, our Hoeffding
+    test does not mark enough of them at this sample size) or the data against it (the expected order fails)."""
+    if r.claim.marks and r.point and r.point_count >= r.claim.needed:
+        return (f"the point estimates show it in {r.point_count} of {len(r.point)} columns, but our significance test marks "
+                f"only {r.count}: too little power at this sample size, not a contradiction")
+    shown = r.point if r.claim.marks and r.point else r.passed
+    against = [k for k, v in shown.items() if not v]
+    return f"the expected order fails in {len(against)} of {len(shown)} columns ({', '.join(map(str, against[:6]))}{', ...' if len(against) > 6 else ''})"
 
 def claims_section(results: list[ClaimResult]) -> list[str]:
     "The report's claims: the paper's words, our rule, the verdict with its count, and the per-column outcome."
