@@ -22,6 +22,8 @@ EXAMPLES = """examples:
   invariances-measure moco_v2_800ep_pretrain.pth.tar              a MoCo-repository checkpoint
   invariances-measure zoo:moco-default --reference zoo:random     a zoo model beside a reference, with Hoeffding marks
   invariances-measure resnet50 --weights r50.pth --layer layer3   any layer by name (--list-layers shows them)
+  invariances-measure resnet50 --weights IMAGENET1K_V2 --image-size 224
+                                                                  torchvision's weights by name, from the torch hub cache
 """
 
 def _default_out(model: str) -> Path:
@@ -38,18 +40,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("model", help="a torchvision architecture (resnet18, torchvision:vit_b_16, ...) or timm:<name>, with --weights; "
                                   "a checkpoint file (MoCo repository, VISSL/PIRL, torchvision ResNet state_dict, this library's backbone.pt); "
                                   "or zoo:<name>")
-    ap.add_argument("--weights", default=None, help="weights file (a state_dict) for an architecture name; none: untrained")
+    ap.add_argument("--weights", default=None, help="weights for an architecture name: a file (a state_dict), or a torchvision "
+                                                     "weights name (IMAGENET1K_V1, ...) read from the local torch hub cache; none: untrained")
     ap.add_argument("--layer", default=None, help="the layer to measure, by name (default: the output, classifier removed)")
     ap.add_argument("--size", default="default", choices=list(SIZES), help="how many images: default (minutes on a laptop CPU) or tiny (seconds)")
-    ap.add_argument("--image-size", type=int, default=None, help="render and measure at this many pixels (default 64; a ViT needs 224)")
+    ap.add_argument("--image-size", type=int, default=None, help="render and measure at this many pixels (default 64; a ViT needs "
+                                                             "224; a model trained at another size is measured with a warning)")
     ap.add_argument("--out", default=None, help="output folder (default: ./card-<model>)")
     ap.add_argument("--reference", default=None, help="a second model, measured on the same images, with Hoeffding marks")
-    ap.add_argument("--reference-weights", default=None)
-    ap.add_argument("--reference-layer", default=None)
+    ap.add_argument("--reference-weights", default=None, help="weights of --reference, as --weights is of the model")
+    ap.add_argument("--reference-layer", default=None, help="the layer of --reference to measure, as --layer is of the model")
     ap.add_argument("--data-root", default=None, help="real datasets root (default: $INVARIANCES_DATA; none: rendered data only)")
     ap.add_argument("--device", default=None, help="cpu, cuda, cuda:1 (default: cuda when available)")
     ap.add_argument("--profile", default="cpu", help="zoo profile of zoo:<name> models (default: cpu)")
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--seed", type=int, default=0, help="seed of the rendered images, the untrained weights and zoo:<name> models (default 0)")
     ap.add_argument("--quiet", action="store_true", help="no progress bar (also quiet under CI=true)")
     ap.add_argument("--list-layers", action="store_true", help="print the model's layer names and exit")
     a = ap.parse_args(argv)

@@ -20,7 +20,7 @@ from .models import FeatureTaps, load_backbone, load_public_checkpoint, sidecar_
 
 # %% auto #0
 __all__ = ['HEADS', 'torchvision_architectures', 'read_state_dict', 'load_matching', 'drop_head', 'normalize_inputs',
-           'LayerFeatures', 'LoadedModel', 'load_model']
+           'LayerFeatures', 'LoadedModel', 'torchvision_weights_file', 'load_model']
 
 # %% ../nbs/61_resolve.ipynb #c0da8892
 HEADS = ("fc", "classifier", "head", "heads")   # classifier attributes of torchvision (and timm) models, dropped by default
@@ -101,6 +101,24 @@ def _weights_note(weights) -> tuple[str, dict]:
     if weights is None: return "no weights (random initialisation)", {"weights": None}
     return f"weights {Path(weights).name}", {"weights": str(weights), "weights_sha256": file_digest(weights)}
 
+def torchvision_weights_file(arch: str, weights):
+    """`weights` as a file: a path as it is, or a torchvision weights name (`IMAGENET1K_V1`, `ResNet50_Weights.IMAGENET1K_V2`,
+    `DEFAULT`) resolved to the file torchvision downloads it to in the local torch hub cache (`torch.hub.get_dir()`),
+    which must already be there: nothing is downloaded. Errors name the file and where to put it."""
+    if weights is None or Path(str(weights)).expanduser().is_file() or Path(str(weights)).suffix in _CHECKPOINT_SUFFIXES: return weights
+    import torchvision
+    try: enum = torchvision.models.get_model_weights(arch)
+    except (ValueError, KeyError): return weights
+    name = str(weights).split(".")[-1]
+    if name not in enum.__members__:
+        raise FileNotFoundError(f"weights {weights!r}: not a file, and not a weights name of torchvision {arch} ({', '.join(enum.__members__)})")
+    url = enum[name].url
+    path = Path(torch.hub.get_dir()) / "checkpoints" / url.rsplit("/", 1)[-1]
+    if not path.is_file():
+        raise FileNotFoundError(f"weights {weights!r} of torchvision {arch} are not in the local torch hub cache: {path} does not "
+                                f"exist (nothing is downloaded here; fetch {url} to that path, or pass --weights FILE)")
+    return path
+
 def _network(spec: str, weights, layer, profile, seed, data_root) -> tuple[nn.Module, str, str, dict]:
     "(network taking [0, 1] images, label, description, info) for a model given by name or file."
     if spec.startswith("zoo:"):
@@ -108,7 +126,8 @@ def _network(spec: str, weights, layer, profile, seed, data_root) -> tuple[nn.Mo
         if name not in zoo.MODELS: raise ValueError(f"unknown zoo model {name!r} in {spec!r}; the zoo has {list(zoo.MODELS)}")
         if weights is not None: raise ValueError(f"{spec}: a zoo model brings its own weights; drop weights={weights!r}")
         net = zoo.get(name, profile, seed, data_root, progress=False)
-        return net, name, f"zoo model `{name}` (profile `{profile}`, seed {seed})", {"source": "zoo", "zoo": name, "profile": str(profile)}
+        return net, name, f"zoo model `{name}` (profile `{profile}`, seed {seed})", {"source": "zoo", "zoo": name, "profile": str(profile),
+                                                                                     "trained_size": zoo.get_profile(profile).image_size}
     if spec.startswith("timm:"):
         arch = spec[5:]
         try: import timm
@@ -122,18 +141,20 @@ def _network(spec: str, weights, layer, profile, seed, data_root) -> tuple[nn.Mo
         if layer is None: net.reset_classifier(0)
         cfg = getattr(net, "pretrained_cfg", {}) or {}
         note, info = _weights_note(weights)
+        size = (cfg.get("input_size") or (3, 224, 224))[-1]
         return (normalize_inputs(net, cfg.get("mean", IMAGENET_MEAN), cfg.get("std", IMAGENET_STD)), arch,
-                f"timm `{arch}`, {note}", {"source": "timm", "arch": arch, **info})
+                f"timm `{arch}`, {note}", {"source": "timm", "arch": arch, **info, **({"trained_size": size} if weights is not None else {})})
     arch = spec[len("torchvision:"):] if spec.startswith("torchvision:") else spec
     if arch in torchvision_architectures():
         import torchvision
         torch.manual_seed(seed)
         net = torchvision.models.get_model(arch, weights=None)
+        weights = torchvision_weights_file(arch, weights)
         if weights is not None: load_matching(net, read_state_dict(weights), weights, f"torchvision {arch}")
         head = drop_head(net) if layer is None else None
         note, info = _weights_note(weights)
         return (normalize_inputs(net), arch, f"torchvision `{arch}`, {note}" + (f", `{head}` removed" if head else ""),
-                {"source": "torchvision", "arch": arch, **info})
+                {"source": "torchvision", "arch": arch, **info, **({"trained_size": 224} if weights is not None else {})})
     path = Path(spec).expanduser()
     if path.is_file():
         if weights is not None: raise ValueError(f"{spec} is a checkpoint file; weights= goes with an architecture name (e.g. resnet50)")

@@ -5,7 +5,7 @@
 # %% ../../nbs/77_card.ipynb #43473fb7
 from __future__ import annotations
 
-import base64, html, re, time
+import base64, html, re, time, warnings
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -185,6 +185,10 @@ def measure(model, size: str | CardSize = "default", weights=None, layer: str | 
     cfg = get_size(size)
     root = find_data_root(data_root)
     loaded = model if isinstance(model, LoadedModel) else load_model(model, weights, layer, profile, seed, root)
+    if (trained := loaded.info.get("trained_size")) and trained != cfg.image_size:   # e.g. an ImageNet model at 64 px
+        warnings.warn(f"{loaded.label} was trained on {trained} px images and is measured on {cfg.image_size} px ones; its "
+                      f"invariances at another scale may not be its own (measure it at its size: image_size={trained}, "
+                      f"`--image-size {trained}` on the command line)", UserWarning, stacklevel=2)
     runtime = runtime or card_runtime(device)
     seed_everything(seed)
     enc = loaded.module
