@@ -22,7 +22,7 @@ __all__ = ['EXAMPLES', 'DOCS', 'batch_names', 'main', 'list_runs', 'notebook_mar
 
 # %% ../nbs/82_cli.ipynb #f7de5718
 EXAMPLES = """examples:
-  invariances-repro smoke                       every run of the smoke batch (about 10 minutes on 2 cores)
+  invariances-repro smoke                       every run of the smoke batch (what CI runs last)
   invariances-repro cpu --report repro/REPORT.md the main job, its report at the tracked path
   invariances-repro cpu --only xiao-table2      one run (its zoo models trained first when not cached)
   invariances-repro cpu --list                  the runs, their state here and their parameters
