@@ -155,7 +155,8 @@ MODELS = {m.name: m for m in [
     ZooModel("looc-addone-color", "looc", overrides={"augs": ("color",), "mode": "add_one"}, label="MoCo + AddOne (color)",
              color="lightcoral"),
     ZooModel("looc-addone-rotation", "looc", overrides={"augs": ("rotation",), "mode": "add_one"},
-             label="MoCo + AddOne (rotation)", color="indianred"),
+             label="MoCo + AddOne (rotation)", color="indianred"),    # Purushwalkam & Gupta: PIRL (its own image views, the jigsaw, a memory bank) beside Supervised and MoCo-v2's Default
+    ZooModel("pirl", "pirl", label="PIRL", color="crimson"),
 ]}
 ZOO_VERSION = 1  # bump when training code changes what a config produces; it is part of every model's key
 

@@ -1,6 +1,6 @@
-"""Worker for tests/test_train.py: a tiny MoCo-v2 run, optionally killed with SIGKILL in the middle of a step.
+"""Worker for tests/test_train.py: a tiny MoCo-v2 (or PIRL) run, optionally killed with SIGKILL in the middle of a step.
 
-python tests/_train_worker.py OUT_DIR [--kill-at-view N] [--steps S] [--threads T]   (also run under torchrun for the DDP test)
+python tests/_train_worker.py OUT_DIR [--kill-at-view N] [--steps S] [--threads T] [--method moco|pirl]   (also run under torchrun for the DDP test)
 """
 import argparse, os, signal, sys
 from pathlib import Path
@@ -10,7 +10,8 @@ import numpy as np, pandas as pd, torch
 from invariances.data.imageset import ImageSet
 from invariances.policies import get_policy
 from invariances.train.moco import MocoConfig
-from invariances.train.methods import train_moco
+from invariances.train.methods import train, train_moco
+from invariances.train.pirl import PirlConfig
 from invariances.train.loop import world_info
 
 
@@ -24,15 +25,22 @@ def tiny_config(steps=8, batch_size=8):
                       lr=0.05, queue_size=20, key_momentum=0.9, bn_splits=2, checkpoint_every=2, seed=3, warmup_steps=2)
 
 
+def tiny_pirl_config(steps=8, batch_size=8):
+    # 32 px: the smallest size whose jigsaw patches (9 px) the patch policy takes
+    return PirlConfig(arch="resnet18", width=0.25, small_stem=True, image_size=32, batch_size=batch_size, steps=steps,
+                      lr=0.05, proj_dim=16, negatives=20, loss="nce", checkpoint_every=2, seed=3, warmup_steps=2)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("out_dir"); ap.add_argument("--kill-at-view", type=int, default=None)
     ap.add_argument("--steps", type=int, default=8); ap.add_argument("--batch-size", type=int, default=8)
     ap.add_argument("--threads", type=int, default=1)  # 2: MoCo runs its two encoders side by side
+    ap.add_argument("--method", default="moco", choices=["moco", "pirl"])
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     calls = [0]
-    spatial = get_policy("spatial", 16)
+    spatial = get_policy("spatial", 16 if a.method == "moco" else 32)
 
     def policy(x, generator=None):
         calls[0] += 1
@@ -40,8 +48,10 @@ def main():
             os.kill(os.getpid(), signal.SIGKILL)  # a hard kill in the middle of a training step
         return spatial(x, generator)
 
-    cfg = tiny_config(a.steps, a.batch_size)
-    enc = train_moco(tiny_set(), cfg, a.out_dir, policy=policy, progress=False)
+    if a.method == "moco":
+        enc = train_moco(tiny_set(), tiny_config(a.steps, a.batch_size), a.out_dir, policy=policy, progress=False)
+    else:   # the kill is in the image branch's views, one call per step
+        enc = train("pirl", tiny_set(), tiny_pirl_config(a.steps, a.batch_size), a.out_dir, policy=policy, progress=False)
     rank, world, _ = world_info()
     ck = torch.load(Path(a.out_dir) / "checkpoint.pt", weights_only=True)
     # what this process holds at the end (the live module, not the file), for the DDP consistency check

@@ -17,7 +17,8 @@ T2_CLAIMS = [c for c in CLAIMS if c.run == "ericsson-table2"]   # the fake proje
 COMPARISONS = yaml.safe_load((ROOT / "repro" / "comparisons.yaml").read_text())
 # the papers' text (not part of the repository): $INVARIANCES_PAPERS, or shared/papers beside the clone
 PAPERS = Path(os.environ.get("INVARIANCES_PAPERS") or ROOT.parent / "shared" / "papers")
-PAPER_TEXT = {"Ericsson et al. 2022": "ericsson-gouk-hospedales-2022-why-transfer.md", "Xiao et al. 2021": "xiao-et-al-2021-looc.md"}
+PAPER_TEXT = {"Ericsson et al. 2022": "ericsson-gouk-hospedales-2022-why-transfer.md", "Xiao et al. 2021": "xiao-et-al-2021-looc.md",
+              "Purushwalkam & Gupta 2020": "purushwalkam-gupta-2020-demystifying.md"}
 
 
 def paper_result(claim):

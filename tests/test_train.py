@@ -45,6 +45,24 @@ def test_sigkill_mid_step_then_resume_gives_identical_weights(tmp_path, threads)
 
 
 @pytest.mark.slow
+def test_pirl_sigkill_mid_step_then_resume_gives_identical_weights_bank_and_normaliser(tmp_path):
+    """PIRL as MoCo above: its memory bank and NCE's normaliser Z (set at the first step) are in the checkpoint, so a
+    run killed in the middle of step 6 and resumed from step 4 ends bit for bit where an uninterrupted run ends."""
+    full, cut = tmp_path / "full", tmp_path / "cut"
+    _run(full, "--method", "pirl")
+    p = _run(cut, "--method", "pirl", "--kill-at-view", 6, check=False)   # one image view per step: view 6 is step 6
+    assert p.returncode == -9, (p.returncode, p.stderr)
+    assert _method_state(cut)["step"] == 4 and not (cut / "backbone.pt").exists()
+    _run(cut, "--method", "pirl")
+    a, b = _method_state(full), _method_state(cut)
+    assert a["step"] == b["step"] == 8 and {"bank.entries", "Z"} <= set(a["method"])
+    assert float(a["method"]["Z"]) > 0
+    for k in a["method"]:
+        assert torch.equal(a["method"][k], b["method"][k]), k
+    assert [h["loss"] for h in a["history"]] == [h["loss"] for h in b["history"]]
+
+
+@pytest.mark.slow
 def test_ddp_two_gloo_processes(tmp_path):
     out = tmp_path / "ddp"
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", str(WORKER), str(out),
@@ -117,7 +135,7 @@ DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])   # a GPU ma
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("method", ["supervised", "moco", "byol", "simsiam", "barlow", "looc"])
+@pytest.mark.parametrize("method", ["supervised", "moco", "byol", "simsiam", "barlow", "looc", "pirl"])
 def test_every_method_trains_two_steps_on_each_device(tmp_path, method, device):
     """Each trained method of the registry through `train` on the device's own runtime (on CUDA: bf16 autocast; split
     BatchNorm in NCHW). On an H100 this is where a CUDA generator in `fit` met the policies' CPU draws and failed."""

@@ -24,6 +24,7 @@ from .byol import BYOL, ByolConfig, SimSiam, SimSiamConfig
 from .looc import LooC, LoocConfig
 from .method import EncoderConfig
 from .moco import MoCo, MocoConfig
+from .pirl import PIRL, PirlConfig
 from .supervised import Supervised, SupervisedConfig, random_model
 
 # %% auto #0
@@ -48,6 +49,7 @@ METHODS = {
     "simsiam": MethodEntry(SimSiamConfig, SimSiam),
     "barlow": MethodEntry(BarlowConfig, BarlowTwins),
     "looc": MethodEntry(LoocConfig, LooC),
+    "pirl": MethodEntry(PirlConfig, PIRL),
 }
 
 def get_method(name: str) -> MethodEntry:
