@@ -5,7 +5,7 @@
 # %% ../nbs/60_zoo.ipynb #b3ee8059
 from __future__ import annotations
 
-import contextlib, fcntl, json, shutil
+import contextlib, fcntl, json, math, shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -45,12 +45,21 @@ def _imagenet(split, n, size, root):
     from invariances.data.classification import load_imagenet
     return load_imagenet(data_root(root, required=True), split="train" if split == "train" else "val", size=size)
 
+# Purushwalkam & Gupta's dataset bias (Table 2): scenes of two to five objects, tables and chairs keeping company as in
+# MS-COCO (`SCENE_COOCCURRENCE`), and the objects cropped out of such scenes (MS-COCO Boxes), as many crops as asked
 def _synthetic_scenes(split, n, size, root):
-    from invariances.data.synthetic import scene_set
-    return scene_set(n=n or 5_000, size=size, split=split)
+    from invariances.data.synthetic import SCENE_COOCCURRENCE, scene_set
+    return scene_set(n=n or 5_000, size=size, split=split, **SCENE_COOCCURRENCE)
 
-DATA = {"synthetic-objects": _synthetic_objects, "synthetic-scenes": _synthetic_scenes, "tiny-imagenet": _tiny_imagenet,
-        "imagenet": _imagenet}
+def _synthetic_crops(split, n, size, root):
+    from invariances.data.synthetic import SCENE_COOCCURRENCE, cropped_boxes_set
+    n = n or 5_000
+    s = cropped_boxes_set(n_scenes=math.ceil(n / 2), size=size, split=split, **SCENE_COOCCURRENCE)
+    if len(s) < n: raise ValueError(f"synthetic-crops: {math.ceil(n / 2)} scenes hold {len(s)} crops, fewer than the {n} asked for")
+    return s.subset(np.arange(n))
+
+DATA = {"synthetic-objects": _synthetic_objects, "synthetic-scenes": _synthetic_scenes, "synthetic-crops": _synthetic_crops,
+        "tiny-imagenet": _tiny_imagenet, "imagenet": _imagenet}
 REAL_FOLDERS = {"tiny-imagenet": "tiny-imagenet-200", "imagenet": "imagenet"}
 
 def _data_name(p: Profile, data: str | None) -> str:
@@ -75,7 +84,9 @@ def data_identity(profile: str | Profile, root=None, data: str | None = None) ->
         if not folder.is_dir(): raise FileNotFoundError(f"profile {p.name!r} needs {folder} (see data_manifests/)")
         return {"data": name, "tree": "%d:%s" % _cached_tree_digest(folder)}
     from invariances.data.render import RENDERER_VERSION
-    return {"data": name, "renderer": RENDERER_VERSION}
+    from invariances.data.synthetic import SCENE_COOCCURRENCE
+    scenes = {"cooccur": list(SCENE_COOCCURRENCE["cooccur"]), "cooccur_p": SCENE_COOCCURRENCE["cooccur_p"]}
+    return {"data": name, "renderer": RENDERER_VERSION} | (scenes if name in ("synthetic-scenes", "synthetic-crops") else {})
 
 _TREE_DIGESTS = {}
 def _cached_tree_digest(folder: Path):
@@ -157,6 +168,10 @@ MODELS = {m.name: m for m in [
     ZooModel("looc-addone-rotation", "looc", overrides={"augs": ("rotation",), "mode": "add_one"},
              label="MoCo + AddOne (rotation)", color="indianred"),    # Purushwalkam & Gupta: PIRL (its own image views, the jigsaw, a memory bank) beside Supervised and MoCo-v2's Default
     ZooModel("pirl", "pirl", label="PIRL", color="crimson"),
+    # and MoCo-v2 on other data than the profile's objects, the same count (dataset bias, Table 2): scenes, their crops
+    ZooModel("moco-scenes", "moco", policy="default", data="synthetic-scenes", label="MoCo (scenes)", color="teal"),
+    ZooModel("moco-crops", "moco", policy="default", data="synthetic-crops", label="MoCo (scene crops)", color="darkcyan",
+             linestyle="--"),
 ]}
 ZOO_VERSION = 1  # bump when training code changes what a config produces; it is part of every model's key
 

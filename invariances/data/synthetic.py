@@ -21,10 +21,11 @@ from .render import (CATEGORIES, LATENT_NAMES, MAX_PARTS, OCCLUDER, RENDERER_VER
                                       camera_frame, category_id, latents, render, sample_scene)
 
 # %% auto #0
-__all__ = ['SPLITS', 'MASK_OCCLUDER', 'MASKS', 'TRAJECTORY_FAMILIES', 'TRANSFORM_KINDS', 'FACTOR_CAMERA', 'NOVEL_POSE_RANGES',
-           'DOWNSTREAM_TASKS', 'DATASETS', 'split_seed', 'Masks', 'cached_imageset', 'render_batches', 'object_meta',
-           'object_set', 'scene_set', 'crop_boxes', 'cropped_boxes_set', 'occlusion_levels', 'trajectory_set',
-           'transform_groups', 'factor_set', 'novel_pose_set', 'downstream_set', 'video_set', 'synthetic_dataset']
+__all__ = ['SPLITS', 'MASK_OCCLUDER', 'MASKS', 'SCENE_COOCCURRENCE', 'TRAJECTORY_FAMILIES', 'TRANSFORM_KINDS', 'FACTOR_CAMERA',
+           'NOVEL_POSE_RANGES', 'DOWNSTREAM_TASKS', 'DATASETS', 'split_seed', 'Masks', 'cached_imageset',
+           'render_batches', 'object_meta', 'object_set', 'with_cooccurrence', 'scene_set', 'crop_boxes',
+           'cropped_boxes_set', 'occlusion_levels', 'trajectory_set', 'transform_groups', 'factor_set',
+           'novel_pose_set', 'downstream_set', 'video_set', 'synthetic_dataset']
 
 # %% ../../nbs/12_synthetic.ipynb #eaa7a984
 SPLITS = ("train", "val", "test")
@@ -126,12 +127,39 @@ def _scene_tables(s: Scene, out, min_pixels: int = 8):
     for c, name in enumerate(CATEGORIES): df[f"has_{name}"] = df["labels"].map(lambda l: c in json.loads(l))
     return df
 
+# the scene-centric stand-in for MS-COCO (Purushwalkam & Gupta, Table 2): tables and chairs keep company
+SCENE_COOCCURRENCE = dict(cooccur=("table", "chair"), cooccur_p=0.8)
+
+def with_cooccurrence(s: Scene, pair: Sequence[str], p: float, generator: torch.Generator) -> Scene:
+    """Scenes in which the two categories of `pair` keep company (MS-COCO's tables and chairs: Purushwalkam & Gupta,
+    footnote 2): in a scene that holds one of them and some other object, with probability `p` one of those other
+    objects, drawn at random, becomes the partner. Everything else about the scene is kept."""
+    if len(pair) != 2 or pair[0] == pair[1]: raise ValueError(f"cooccur must name two different categories, got {pair!r}")
+    if not 0 <= p <= 1: raise ValueError(f"cooccur_p must be in [0, 1], got {p}")
+    a, b = (torch.tensor(category_id(c)) for c in pair)
+    cat, present = s.category.clone(), s.present
+    has_a, has_b = ((cat == a) & present).any(1), ((cat == b) & present).any(1)
+    other = present & (cat != a) & (cat != b)                             # the slots that may become the partner
+    slot = torch.rand(cat.shape, generator=generator).masked_fill(~other, -1).argmax(1)
+    change = (has_a ^ has_b) & other.any(1) & (torch.rand(len(cat), generator=generator) < p)
+    rows = change.nonzero().flatten()
+    cat[rows, slot[rows]] = torch.where(has_a[rows], b, a)
+    return s.replace(category=cat)
+
+def _scenes(n, n_objects, seed, split, cooccur, cooccur_p) -> Scene:
+    s = sample_scene(n, n_objects=tuple(n_objects), seed=split_seed("scenes", seed, split))
+    if cooccur is None: return s
+    return with_cooccurrence(s, cooccur, cooccur_p, torch.Generator().manual_seed(split_seed("scenes-cooccur", seed, split)))
+
 def scene_set(n: int = 5000, size: int = 64, seed: int = 0, split: str = "train", n_objects: tuple[int, int] = (2, 5),
-              device="cpu", verify: bool = True, with_masks: bool = False) -> ImageSet | tuple[ImageSet, Masks]:
-    "Scene-centric multi-object set (the COCO/VOC analogue): multi-label targets and boxes in the metadata."
+              device="cpu", verify: bool = True, with_masks: bool = False, cooccur: Sequence[str] | None = None,
+              cooccur_p: float = 0.8) -> ImageSet | tuple[ImageSet, Masks]:
+    """Scene-centric multi-object set (the COCO/VOC analogue): multi-label targets and boxes in the metadata. `cooccur`:
+    two categories that keep company (`with_cooccurrence`, probability `cooccur_p`); None: every category independent."""
     params = dict(n=int(n), size=int(size), seed=int(seed), split=split, n_objects=list(n_objects))
+    if cooccur is not None: params |= dict(cooccur=list(cooccur), cooccur_p=float(cooccur_p))   # earlier keys unchanged
     def build():
-        s = sample_scene(n, n_objects=tuple(n_objects), seed=split_seed("scenes", seed, split))
+        s = _scenes(n, n_objects, seed, split, cooccur, cooccur_p)
         images, out = render_batches(s, size, device=device, keep=("boxes", "object_pixels", *MASKS))
         meta = _scene_tables(s, out); meta["split"] = split
         return ImageSet(images, meta, "scenes"), _masks(out)
@@ -149,11 +177,13 @@ def crop_boxes(images: torch.Tensor, boxes: torch.Tensor, size: int, context: fl
     return torch.nn.functional.grid_sample(images, grid, mode=mode, padding_mode="border", align_corners=False)
 
 def cropped_boxes_set(n_scenes: int = 2500, size: int = 64, seed: int = 0, split: str = "train", n_objects=(2, 5),
-                      min_pixels: int = 40, device="cpu", verify: bool = True, with_masks: bool = False) -> ImageSet | tuple[ImageSet, Masks]:
-    "One crop per visible object (>= `min_pixels` at the doubled scene resolution) of the scene-centric scenes."
+                      min_pixels: int = 40, device="cpu", verify: bool = True, with_masks: bool = False,
+                      cooccur: Sequence[str] | None = None, cooccur_p: float = 0.8) -> ImageSet | tuple[ImageSet, Masks]:
+    "One crop per visible object (>= `min_pixels` at the doubled scene resolution) of the scene-centric scenes (`scene_set`'s, `cooccur` as there)."
     params = dict(n_scenes=int(n_scenes), size=int(size), seed=int(seed), split=split, n_objects=list(n_objects), min_pixels=min_pixels)
+    if cooccur is not None: params |= dict(cooccur=list(cooccur), cooccur_p=float(cooccur_p))
     def build():
-        s = sample_scene(n_scenes, n_objects=tuple(n_objects), seed=split_seed("scenes", seed, split))
+        s = _scenes(n_scenes, n_objects, seed, split, cooccur, cooccur_p)
         images, out = render_batches(s, 2 * size, device=device, keep=("boxes", "object_pixels", *MASKS))
         b, m = ((out["object_pixels"] >= min_pixels) & s.present.cpu()).nonzero().unbind(1)
         crops = [crop_boxes(torch.as_tensor(images[b[i:i + 512].numpy()]).permute(0, 3, 1, 2).float(), out["boxes"][b[i:i + 512], m[i:i + 512]], size)

@@ -41,7 +41,7 @@ def compute_minutes(point: dict) -> float:
 # for (MoCo's searched by cpu-recipe; BYOL's, SimSiam's and Barlow Twins' on the same data and readout), the supervised
 # reference its zoo record's (crop and flip)
 REFERENCE_METHODS = {m: {"policy": "default"} for m in ("moco", "byol", "simsiam", "barlow")} | \
-                    {"supervised": {"policy": zoo.get_model("supervised").policy}}
+                    {m: {"policy": zoo.get_model(m).policy or method_config(m, "smoke").policy} for m in ("supervised", "pirl")}
 
 RECIPE_MANIFEST = "recipe.manifest.json"   # the record's digest, in the one cache's manifest format
 

@@ -79,7 +79,7 @@ def looc_loss(q: torch.Tensor, k: torch.Tensor, temperature: float = 0.2, negati
     return (loss, logits) if return_logits else loss
 
 
-# %% ../../nbs/52_losses.ipynb #1658df2f
+# %% ../../nbs/52_losses.ipynb #188c358a
 def nce_loss(z: torch.Tensor, positives: torch.Tensor, negatives: torch.Tensor, temperature: float, n_data: int,
              Z: float, return_logits: bool = False):
     """NPID's noise-contrastive estimation as PIRL uses it (see above): `z` (B, d) embeddings, `positives` (B, d) the

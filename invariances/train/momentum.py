@@ -62,7 +62,7 @@ class KeyQueue(nn.Module):
         "Enqueue `keys` (B, dim): they overwrite the oldest (`enqueue`)."
         enqueue(self.keys, self.ptr, keys)
 
-# %% ../../nbs/53_momentum.ipynb #25fbde22
+# %% ../../nbs/53_momentum.ipynb #dd64ced6
 class MemoryBank(nn.Module):
     "One L2-normalised `dim`-d entry per training image (random unit vectors at first), moved toward the image's newest embedding by `momentum`; a buffer, so it is checkpointed."
     def __init__(self, size: int, dim: int, momentum: float = 0.5):

@@ -9,6 +9,7 @@ import contextlib
 from dataclasses import dataclass
 
 import torch
+import torch.nn as nn
 import torch.nn.functional as F
 
 from ..ops import affine_grid, check_images
@@ -24,7 +25,7 @@ from .method import EncoderConfig, MethodBase, SSL_VIEWS
 from .momentum import MemoryBank
 
 # %% auto #0
-__all__ = ['PIRL_LOSSES', 'JigsawPolicy', 'get_jigsaw', 'PirlConfig', 'PIRL']
+__all__ = ['PIRL_LOSSES', 'JigsawPolicy', 'get_jigsaw', 'PirlConfig', 'running_stats_frozen', 'PIRL']
 
 # %% ../../nbs/57_pirl.ipynb #9b6aa54d
 class JigsawPolicy:
@@ -78,7 +79,7 @@ def get_jigsaw(size: int = DEFAULT_IMAGE_SIZE) -> JigsawPolicy:
     "PIRL's jigsaw view generator for image size `size`."
     return JigsawPolicy(size)
 
-# %% ../../nbs/57_pirl.ipynb #b4885de9
+# %% ../../nbs/57_pirl.ipynb #2e90cf3b
 PIRL_LOSSES = ("nce", "infonce")
 
 @dataclass
@@ -115,7 +116,19 @@ class PirlConfig(EncoderConfig):
                          "views and compute per model" for p in ("smoke", "cpu", "real")}
     RECIPE_SOURCES["gpu"] = "the paper's own (NCE, 32,000 negatives, temperature 0.07, bank momentum 0.5, lambda 0.5), not searched"
 
-# %% ../../nbs/57_pirl.ipynb #77ebc01b
+# %% ../../nbs/57_pirl.ipynb #8d23aa33
+@contextlib.contextmanager
+def running_stats_frozen(module: nn.Module):
+    "Inside this block the BatchNorm layers of `module` still normalise by the batch (in training) but do not update their running statistics."
+    norms = [m for m in module.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)]
+    saved = [(m.momentum, m.num_batches_tracked.clone() if m.num_batches_tracked is not None else None) for m in norms]
+    for m in norms: m.momentum = 0.0          # running = (1 - 0) running + 0 batch
+    try: yield
+    finally:
+        for m, (momentum, tracked) in zip(norms, saved):
+            m.momentum = momentum
+            if tracked is not None: m.num_batches_tracked.copy_(tracked)
+
 class PIRL(MethodBase):
     "PIRL as a `Method` (`invariances.train.method`): image and jigsaw branches on one backbone, a memory bank, NCE."
     config_class = PirlConfig
@@ -145,7 +158,10 @@ class PIRL(MethodBase):
         # fp32 on a CPU: there a patch shrinks to one pixel before layer4, and oneDNN's bf16 weight gradient of a 3x3
         # stride-2 convolution on a 1x1 map came out NaN with two threads (torch 2.14.1, AVX-512 bf16 EPYC); on maps
         # this small bf16 saves nothing (the cpu profile's 2,304 patches: 0.19 s forward and backward either way)
-        with torch.autocast("cpu", enabled=False) if patches.device.type == "cpu" else contextlib.nullcontext():
+        # the patches normalise by their own batch statistics but leave the running ones to whole images: those are
+        # what the evaluated encoder normalises with, and a patch shrunk to a pixel or two is not a whole image
+        with torch.autocast("cpu", enabled=False) if patches.device.type == "cpu" else contextlib.nullcontext(), \
+             running_stats_frozen(self.encoder_q):
             per_patch = self.head_patch(self.encoder_q(patches.flatten(0, 1).float()))
         return self.head_jigsaw(per_patch.reshape(n, k * per_patch.shape[1]))
 
