@@ -127,7 +127,10 @@ def _features(self, encoders: Mapping[str, Encoder], images: ImageSet, dataset: 
         if key in self.external: cache_key = self.external[key]["cache_key"]    # a checkpoint: keyed by its file's digest
         else:
             name, seed = zoo.parse_instance(key, self.seed)
-            cache_key = zoo.model_key(name, self.profile, seed, self.data_root)
+            # the config's key and the weights' digest: a model retrained under the same key (training code changed
+            # without a new ZOO_VERSION) never reads the features of the weights it replaced
+            digest = zoo.weights_digest(name, self.profile, seed, self.data_root)
+            cache_key = zoo.model_key(name, self.profile, seed, self.data_root) + (f"-w{digest[:16]}" if digest else "")
         out[key] = cached_features(cache_key, enc, images, dataset, batch_size=batch_size, runtime=self.runtime).features
     return out
 
