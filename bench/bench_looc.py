@@ -15,14 +15,13 @@ is a measured ratio within 15 % of that floor. LooC also draws n + 2 augmented v
 floor leaves out: a second floor adds each method's measured view time. CPU time of the process (x threads) is the
 primary clock; wall beside.
 """
-import argparse, statistics, time
+import argparse
 import numpy as np
 import torch
 
-from invariances.core import to_float_images
+from _timing import alternating_medians, training_step
 from invariances.models import Encoder
 from invariances.runtime import Runtime
-from invariances.train.loop import _make_optimizer
 from invariances.train.looc import LooC, LoocConfig
 from invariances.train.moco import MoCo, MocoConfig
 
@@ -38,8 +37,7 @@ def main():
     methods = {"moco-1": MoCo(MocoConfig(policy="moco_color", **base)), "looc-1": LooC(LoocConfig(augs=("color",), **base)),
                "moco-3": MoCo(MocoConfig(policy="moco_color_rotation_texture", **base)),
                "looc-3": LooC(LoocConfig(augs=("color", "rotation", "texture"), **base))}
-    opts = {}
-    for k, m in methods.items(): methods[k] = runtime.model(m).train(); opts[k] = _make_optimizer(methods[k], m.config)
+    for k, m in methods.items(): methods[k] = runtime.model(m).train()
     bare = runtime.model(Encoder(methods["moco-1"].config.backbone)).train()
     xb = runtime.images(torch.rand(batch, 3, size, size))
     def fwd():
@@ -47,24 +45,13 @@ def main():
     def fb():
         with runtime.autocast(): loss = bare(xb).float().pow(2).mean()
         loss.backward()
-    def step(k):
-        def run():
-            idx = torch.randperm(len(images), generator=gen)[:batch]
-            x = runtime.images(to_float_images(images[idx.numpy()], runtime.device))
-            with runtime.autocast(): loss, _ = methods[k](x, idx, gen)
-            opts[k].zero_grad(set_to_none=True); loss.backward(); opts[k].step(); methods[k].after_step()
-        return run
+    def step(k): return training_step(methods[k], images, batch, gen, runtime)
     xv = torch.rand(batch, 3, size, size)
     def views(k):   # the augmentation alone: MoCo draws 2 views, LooC n + 2 (the query and n + 1 keys)
         if k.startswith("looc"): return lambda: methods[k].views(xv, gen)
         return lambda: (methods[k].views(xv, gen), methods[k].views(xv, gen))
     cases = {"fwd": fwd, "fb": fb, **{k: step(k) for k in methods}, **{f"views {k}": views(k) for k in methods}}
-    cpu, wall = {k: [] for k in cases}, {k: [] for k in cases}
-    for i in range(a.steps + 1):                      # the first round warms up and is dropped
-        for k, f in cases.items():
-            c0, w0 = time.process_time(), time.perf_counter(); f()
-            if i: cpu[k].append(time.process_time() - c0); wall[k].append(time.perf_counter() - w0)
-    med = {k: statistics.median(v) for k, v in cpu.items()}; medw = {k: statistics.median(v) for k, v in wall.items()}
+    med, medw = alternating_medians(cases, a.steps)
     print(f"runtime {runtime.path}, {a.threads} threads, batch {batch}, {size} px, median of {a.steps} steps (CPU s; wall s)")
     for k in cases: print(f"  {k:13s} {med[k]:.3f} ({medw[k]:.3f})")
     for k, n in (("looc-1", 1), ("looc-3", 3)):

@@ -13,14 +13,13 @@ target is a PIRL step at most 2.2x MoCo's, and the bank under 5 % of the PIRL st
 profile's PIRL steps (`PirlConfig.SCALES`): MoCo's compute per model. CPU time of the process (x threads) is the
 primary clock; wall beside.
 """
-import argparse, statistics, time
+import argparse
 import numpy as np
 import torch
 
-from invariances.core import to_float_images
+from _timing import alternating_medians, training_step
 from invariances.profiles import get_profile
 from invariances.runtime import Runtime
-from invariances.train.loop import _make_optimizer
 from invariances.train.methods import method_config
 from invariances.train.moco import MoCo
 from invariances.train.pirl import PIRL
@@ -34,28 +33,16 @@ def main():
     gen = torch.Generator().manual_seed(0)
     methods = {"moco": MoCo(method_config("moco", profile, policy="default")),
                "pirl": PIRL(method_config("pirl", profile), n_images=n_images)}
-    opts = {}
-    for k, m in methods.items(): methods[k] = runtime.model(m).train(); opts[k] = _make_optimizer(methods[k], m.config)
+    for k, m in methods.items(): methods[k] = runtime.model(m).train()
     pirl = methods["pirl"]
-    def step(k):
-        def run():
-            idx = torch.randperm(n_images, generator=gen)[:batch]
-            x = runtime.images(to_float_images(images[idx.numpy()], runtime.device))
-            with runtime.autocast(): loss, _ = methods[k](x, idx, gen)
-            opts[k].zero_grad(set_to_none=True); loss.backward(); opts[k].step(); methods[k].after_step()
-        return run
     z = torch.nn.functional.normalize(torch.randn(batch, pirl.config.proj_dim), dim=1)
     def bank():
         idx = torch.randperm(n_images, generator=gen)[:batch]
         pirl.bank[idx], pirl.bank[pirl.bank.sample(pirl.config.negatives, gen)]
         pirl.bank.update(idx, z)
-    cases = {"moco": step("moco"), "pirl": step("pirl"), "bank": bank}
-    cpu, wall = {k: [] for k in cases}, {k: [] for k in cases}
-    for i in range(a.steps + 1):                      # the first round warms up and is dropped
-        for k, f in cases.items():
-            c0, w0 = time.process_time(), time.perf_counter(); f()
-            if i: cpu[k].append(time.process_time() - c0); wall[k].append(time.perf_counter() - w0)
-    med = {k: statistics.median(v) for k, v in cpu.items()}; medw = {k: statistics.median(v) for k, v in wall.items()}
+    cases = {"moco": training_step(methods["moco"], images, batch, gen, runtime),
+             "pirl": training_step(pirl, images, batch, gen, runtime), "bank": bank}
+    med, medw = alternating_medians(cases, a.steps)
     print(f"runtime {runtime.path}, {a.threads} threads, batch {batch}, {size} px, median of {a.steps} steps (CPU s; wall s)")
     for k in cases: print(f"  {k:5s} {med[k]:.3f} ({medw[k]:.3f})")
     for clock, m in (("CPU", med), ("wall", medw)):

@@ -1,0 +1,29 @@
+"""What the method benchmarks share: a training step of a built method on random rows of a uint8 image array, and the
+median CPU and wall time of several cases timed alternately (each round runs every case once, so a shared machine's
+noise hits all alike; the first round warms up and is dropped)."""
+import statistics, time
+import torch
+
+from invariances.core import to_float_images
+from invariances.train.loop import _make_optimizer
+
+
+def training_step(method, images, batch, generator, runtime):
+    "A closure running one whole step of `method` (views, forwards, loss, backward, SGD, `after_step`) on `batch` random rows of `images`."
+    opt = _make_optimizer(method, method.config)
+    def run():
+        idx = torch.randperm(len(images), generator=generator)[:batch]
+        x = runtime.images(to_float_images(images[idx.numpy()], runtime.device))
+        with runtime.autocast(): loss, _ = method(x, idx, generator)
+        opt.zero_grad(set_to_none=True); loss.backward(); opt.step(); method.after_step()
+    return run
+
+
+def alternating_medians(cases, steps):
+    "`cases` (name -> callable) timed alternately `steps` times after one warm-up round: (median CPU s, median wall s) per name."
+    cpu, wall = {k: [] for k in cases}, {k: [] for k in cases}
+    for i in range(steps + 1):
+        for k, f in cases.items():
+            c0, w0 = time.process_time(), time.perf_counter(); f()
+            if i: cpu[k].append(time.process_time() - c0); wall[k].append(time.perf_counter() - w0)
+    return ({k: statistics.median(v) for k, v in cpu.items()}, {k: statistics.median(v) for k, v in wall.items()})
