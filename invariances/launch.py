@@ -5,7 +5,7 @@
 # %% ../nbs/84_launch.ipynb #2b9b999b
 from __future__ import annotations
 
-import argparse, ast, contextlib, dataclasses, json, math, os, subprocess, sys, tempfile, time, zlib
+import argparse, contextlib, dataclasses, json, math, os, subprocess, sys, tempfile, time, zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -13,14 +13,14 @@ import numpy as np, torch
 
 from . import zoo
 from .runtime import Runtime
-from .repro import RunSpec, Batch, declared_parameters, execute_run, load_batch, parameter_errors
+from .repro import RunSpec, Batch, execute_run, load_batch, parameter_errors, run_settings
 from .profiles import PROFILES, Profile, get_profile
 from .train.methods import get_method
-from .evaluation.experiment import MODEL_PARAMETERS
+from .runs import MODEL_PARAMETERS
 
 # %% auto #0
-__all__ = ['FORWARDED_ENV', 'FIGURE_TRANSFORMS', 'DRY_SIZES', 'DRY_STEPS', 'ZooModel', 'run_settings', 'zoo_models',
-           'batch_models', 'profile_argument', 'parse_profile', 'rendezvous_port', 'TrainJob', 'main', 'make_executor',
+__all__ = ['FORWARDED_ENV', 'FIGURE_TRANSFORMS', 'DRY_SIZES', 'DRY_STEPS', 'ZooModel', 'zoo_models', 'batch_models',
+           'profile_argument', 'parse_profile', 'rendezvous_port', 'TrainJob', 'main', 'make_executor',
            'train_zoo_models', 'DryRunError', 'dry_profile', 'dry_runtime', 'fabricated_root', 'dry_run']
 
 # %% ../nbs/84_launch.ipynb #6b91a5bb
@@ -33,14 +33,6 @@ class ZooModel:
     data_root: str | None = None
 
     def __str__(self): return f"{self.name} (profile {self.profile}, seed {self.seed})"
-
-def run_settings(run: RunSpec) -> dict:
-    "The parameters `run`'s notebook will see: its declared defaults (literals only), overridden by the batch's values."
-    values = {}
-    for name, spec in declared_parameters(run.notebook).items():
-        try: values[name] = ast.literal_eval(spec.get("default") or "None")
-        except (ValueError, SyntaxError): values[name] = None   # an expression: not known before the notebook runs
-    return values | run.parameters
 
 def zoo_models(run: RunSpec) -> list[ZooModel]:
     "The zoo models `run` asks for (see `MODEL_PARAMETERS`, and the parts of its `fusions`), in order, without repeats."
@@ -531,10 +523,30 @@ def _pg_table2_step(run: RunSpec, settings: dict, encoders: dict, p: Profile, ru
         svm_map(fs, multi, fs, multi, costs=(1.0,), folds=3); svm_map(fc, np.arange(12) % 2, fc, np.arange(12) % 2, costs=(1.0,), folds=3)
     return f"Table 2: {len(encoders)} models' SVM readouts of 12 scenes and 12 crops on {p.image_size} px"
 
+def _every_model_step(run: RunSpec, settings: dict, encoders: dict, p: Profile, runtime: Runtime, scratch: Path) -> str:
+    """every_model.ipynb: every model's Top-K RIS on 2 viewpoint trajectories and its whitened cosine to one spatial and one
+    appearance transform (2 images x 2 values; ericsson_table2's step checks every transform on its five models)."""
+    from invariances.core import to_float_images
+    from invariances.data.synthetic import trajectory_set
+    from invariances.evaluation.invariance import invariance_table
+    from invariances.features import extract_features
+    from invariances.metrics.ris import representation_invariance_score
+    from invariances.transforms import TRANSFORMS, get_transform
+    traj = trajectory_set("viewpoint", 2, 8, p.image_size, seed=settings["seed"], split="test", verify=False)
+    kinds = {get_transform(t).kind: t for t in reversed(TRANSFORMS)}          # the first transform of each family
+    images = zoo.dataset(p, "test", 2, settings["data_root"], seed=settings["seed"])
+    reference = zoo.dataset(p, "val", 4, settings["data_root"], seed=settings["seed"])
+    for enc in encoders.values():
+        f = extract_features(enc, [(to_float_images(traj.images), None)], runtime=runtime, progress=False).features
+        representation_invariance_score(f, np.arange(16) // 8, traj.meta.trajectory.to_numpy(), ks=(settings["k"],), constant_units="drop")
+    per_image = invariance_table(encoders, images, reference, list(kinds.values()), 2, settings["batch_size"], runtime)
+    assert per_image.cosine.notna().all(), "a whitened cosine came out NaN"
+    return f"{len(encoders)} models' RIS of 2 viewpoint trajectories and whitened cosine to {sorted(kinds.values())} on {p.image_size} px"
+
 DRY_STEPS = {"ericsson_table2.ipynb": _table2_step, "ericsson_table3.ipynb": _table3_step,
              "ericsson_table4.ipynb": _table4_step, "ericsson_table5.ipynb": _table5_step, "ericsson_tablec1.ipynb": _tablec1_step,
              "ericsson_figures.ipynb": _figures_step, "ericsson_figc1.ipynb": _figc1_step, "ericsson_figc2.ipynb": _figc2_step,
              "runner_check.ipynb": _runner_step, "xiao_table1.ipynb": _xiao_table1_step,
-             "xiao_table2.ipynb": _xiao_table2_step, "pg_table1.ipynb": _pg_table1_step, "pg_table2.ipynb": _pg_table2_step, "xiao_table3.ipynb": _xiao_table3_step,
+             "xiao_table2.ipynb": _xiao_table2_step, "pg_table1.ipynb": _pg_table1_step, "pg_table2.ipynb": _pg_table2_step, "every_model.ipynb": _every_model_step, "xiao_table3.ipynb": _xiao_table3_step,
              "xiao_figure3.ipynb": _xiao_figure3_step, "xiao_table5.ipynb": _xiao_table5_step,
              "xiao_table4.ipynb": _xiao_table4_step, "xiao_tablee1.ipynb": _xiao_tablee1_step}

@@ -15,14 +15,14 @@ import nbformat
 import yaml
 
 from .core import PROGRESS_ENV, data_root, git_info, in_ci, tree_digest, write_json, write_text
-from .runs import table_markdown
+from .runs import MODEL_PARAMETERS, table_markdown
 
 # %% auto #0
-__all__ = ['RUN_KEYS', 'PROGRESS_FILE', 'PROGRESS_POLL_S', 'PLAIN_EVERY_S', 'STATUS', 'project_root', 'library_digest', 'RunSpec',
-           'Batch', 'load_batch', 'declared_parameters', 'declared_type', 'type_allows', 'check_parameters',
-           'parameter_errors', 'data_digests', 'missing_data', 'run_key', 'RunResult', 'failed_folder', 'remove_folder',
-           'replace_folder', 'clean_leftovers', 'progress_text', 'LiveLine', 'live_line', 'watch_progress',
-           'execute_run', 'read_status', 'summary_markdown', 'run_batch']
+__all__ = ['RUN_KEYS', 'BATCH_MODELS', 'PROGRESS_FILE', 'PROGRESS_POLL_S', 'PLAIN_EVERY_S', 'STATUS', 'project_root',
+           'library_digest', 'RunSpec', 'Batch', 'load_batch', 'declared_parameters', 'declared_type', 'type_allows',
+           'check_parameters', 'parameter_errors', 'run_settings', 'data_digests', 'missing_data', 'run_key',
+           'RunResult', 'failed_folder', 'remove_folder', 'replace_folder', 'clean_leftovers', 'progress_text',
+           'LiveLine', 'live_line', 'watch_progress', 'execute_run', 'read_status', 'summary_markdown', 'run_batch']
 
 # %% ../nbs/80_repro.ipynb #a9b9468f
 def project_root(start: str | os.PathLike | None = None) -> Path:
@@ -91,6 +91,7 @@ def load_batch(name_or_path: str | os.PathLike, root: Path | None = None) -> Bat
         nb = root / "nbs" / "experiments" / r["notebook"]
         if not nb.is_file(): raise FileNotFoundError(f"{p}: run {r['name']!r}: notebook {nb} not found")
         runs.append(RunSpec(r["name"], nb, {**shared, **(r.get("parameters") or {})}, list(r.get("data") or []), variant))
+    _expand_batch_models(runs, p)
     return Batch(p.stem, spec.get("description", ""), runs, p)
 
 # %% ../nbs/80_repro.ipynb #ecb5e4c6
@@ -145,6 +146,29 @@ def parameter_errors(batch: Batch, runs: list[RunSpec] | None = None) -> dict:
         try: check_parameters(r.notebook, r.parameters, where=f"batch {batch.path}: run {r.name!r}")
         except ValueError as e: errors[r.name] = str(e)
     return errors
+
+# %% ../nbs/80_repro.ipynb #b2bf892d
+BATCH_MODELS = "@batch"   # a run's `models: "@batch"`: every zoo model the batch's other runs name
+
+def run_settings(run: RunSpec) -> dict:
+    "The parameters `run`'s notebook will see: its declared defaults (literals only), overridden by the batch's values."
+    values = {}
+    for name, spec in declared_parameters(run.notebook).items():
+        try: values[name] = ast.literal_eval(spec.get("default") or "None")
+        except (ValueError, SyntaxError): values[name] = None   # an expression: not known before the notebook runs
+    return values | run.parameters
+
+def _expand_batch_models(runs: list[RunSpec], where: Path) -> None:
+    "Replace every `BATCH_MODELS` value of a model parameter by the zoo models the other runs name (in place)."
+    asks = lambda r: any(r.parameters.get(k) == BATCH_MODELS for k in MODEL_PARAMETERS)
+    if not any(asks(r) for r in runs): return
+    named = list(dict.fromkeys(n for r in runs if not asks(r) for k in MODEL_PARAMETERS
+                               for n in (run_settings(r).get(k) or [])))
+    for r in runs:
+        for k in MODEL_PARAMETERS:
+            if r.parameters.get(k) != BATCH_MODELS: continue
+            if not named: raise ValueError(f"{where}: run {r.name!r}: {k}: {BATCH_MODELS!r}, but no other run of the batch names a zoo model")
+            r.parameters[k] = list(named)
 
 # %% ../nbs/80_repro.ipynb #301240ef
 def data_digests(names, root=None) -> dict:

@@ -15,7 +15,7 @@ import pandas as pd
 from .core import atomic_path, provenance, write_bytes, write_json, write_text
 
 # %% auto #0
-__all__ = ['table_markdown', 'table_latex', 'save_table', 'save_figure', 'RunDir']
+__all__ = ['MODEL_PARAMETERS', 'table_markdown', 'table_latex', 'save_table', 'save_figure', 'RunDir']
 
 # %% ../nbs/01_runs.ipynb #765c8eea
 def _fmt(v, floatfmt):
@@ -56,6 +56,8 @@ def save_figure(fig, stem: str | os.PathLike, dpi: int = 150) -> list[Path]:
     return out
 
 # %% ../nbs/01_runs.ipynb #d0babe4d
+MODEL_PARAMETERS = ("models", "references", "methods")   # an experiment's parameters that name zoo models (`launch` trains them ahead)
+
 class RunDir:
     "An output folder for one run, with atomic table/figure/JSON writers and a provenance record."
     def __init__(self, path: str | os.PathLike | None = None, name: str = "run", params: Mapping | None = None,

@@ -26,11 +26,9 @@ from .readouts import cached_features
 from .tables import training_table
 
 # %% auto #0
-__all__ = ['MODEL_PARAMETERS', 'Experiment', 'plot_health']
+__all__ = ['Experiment', 'plot_health']
 
 # %% ../../nbs/78_experiment.ipynb #2b80bab2
-MODEL_PARAMETERS = ("models", "references", "methods")   # an experiment's parameters that name zoo models (`launch` trains them ahead)
-
 class Experiment:
     "One run of an experiment notebook: parameters, profile, runtime, models with health and cost, tables and figures."
     def __init__(self, name: str, params: Mapping[str, Any], profile: str | Profile | None = None, seed: int = 0,

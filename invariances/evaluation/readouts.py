@@ -5,7 +5,7 @@
 # %% ../../nbs/73_readouts.ipynb #fc42be4d
 from __future__ import annotations
 
-import hashlib, json, warnings
+import hashlib, json, os, warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -158,13 +158,12 @@ class SVMResult:
     chance: float           # mean over classes of the test positive rate: the expected AP of a random ranking
 
 def svm_map(train_features, train_labels, test_features, test_labels, costs: Sequence[float] = GOYAL_COSTS, folds: int = 3,
-            normalize: bool = True, ap: str = "voc", seed: int = 0) -> SVMResult:
+            normalize: bool = True, ap: str = "voc", seed: int = 0, n_jobs: int | None = None) -> SVMResult:
     """Goyal et al.'s linear-SVM benchmark: per class, a `LinearSVC` with the cost chosen by `folds`-fold CV AP on the
     train features, scored by the test AP (`ap`: 'voc', 'voc07' or 'sklearn'). Labels: (N, C) of 1/0/-1 (-1: difficult),
-    or (N,) class labels for a single-label set."""
-    from sklearn.exceptions import ConvergenceWarning
-    from sklearn.model_selection import cross_val_score
-    from sklearn.svm import LinearSVC
+    or (N,) class labels for a single-label set. The classes' sweeps run in `n_jobs` processes (default: one per CPU
+    this process may use, at most one per class): liblinear is single-threaded, and every fit is seeded, so the result
+    is the same for any `n_jobs`."""
     if ap not in AP_KINDS: raise ValueError(f"ap must be one of {AP_KINDS}, got {ap!r}")
     xtr = as_features(train_features, "train features", min_samples=2)
     xte = as_features(test_features, "test features", dim=xtr.shape[1], min_samples=1, against="the train features")
@@ -172,22 +171,39 @@ def svm_map(train_features, train_labels, test_features, test_labels, costs: Seq
     costs = np.asarray(costs, dtype=np.float64).reshape(-1)
     if len(costs) == 0 or not np.isfinite(costs).all() or (costs <= 0).any(): raise ValueError(f"costs must be positive finite values, got {costs!r}")
     if isinstance(folds, bool) or int(folds) != folds or folds < 2: raise ValueError(f"folds must be an integer >= 2, got {folds!r}")
+    if n_jobs is not None and (isinstance(n_jobs, bool) or int(n_jobs) != n_jobs or n_jobs < 1): raise ValueError(f"n_jobs must be an integer >= 1 or None, got {n_jobs!r}")
     if normalize: xtr, xte = (v / (np.linalg.norm(v, axis=1, keepdims=True) + 1e-5) for v in (xtr, xte))
-    svm = lambda c: LinearSVC(C=c, class_weight={1: 2, -1: 1}, intercept_scaling=1.0, penalty="l2", loss="squared_hinge",
-                              tol=1e-4, dual=True, max_iter=2000, random_state=seed)
-    C = ytr.shape[1]; cv_ap = np.zeros((C, len(costs))); chosen = np.zeros(C); aps = np.zeros(C); chance = np.zeros(C)
-    for c in range(C):
-        t = np.where(ytr[:, c] == 1, 1, -1)                      # difficult (-1) and absent (0) train as negatives
+    C = ytr.shape[1]
+    targets = [np.where(ytr[:, c] == 1, 1, -1) for c in range(C)]    # difficult (-1) and absent (0) train as negatives
+    for c, t in enumerate(targets):
         if (t == 1).sum() < folds: raise ValueError(f"class {c} has {(t == 1).sum()} positive train images, fewer than folds={folds}")
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", category=ConvergenceWarning)   # liblinear at max_iter=2000, as in the benchmark
-            cv_ap[c] = [cross_val_score(svm(k), xtr, t, cv=int(folds), scoring="average_precision").mean() for k in costs]
-            chosen[c] = costs[int(np.argmax(cv_ap[c]))]
-            scores = svm(chosen[c]).fit(xtr, t).decision_function(xte)
         keep = yte[:, c] != -1                                   # difficult test images are not scored
         if not (yte[keep, c] == 1).any(): raise ValueError(f"class {c} has no positive test image: its AP is undefined")
+    jobs = min(C, int(n_jobs) if n_jobs is not None else len(os.sched_getaffinity(0)))
+    sweeps = [(xtr, t, xte, costs, int(folds), seed) for t in targets]
+    if jobs > 1:
+        import joblib
+        out = joblib.Parallel(n_jobs=jobs, backend="loky")(joblib.delayed(_svm_class)(*a) for a in sweeps)
+    else: out = [_svm_class(*a) for a in sweeps]
+    cv_ap, chosen = np.stack([o[0] for o in out]), np.array([o[1] for o in out])
+    aps, chance = np.zeros(C), np.zeros(C)
+    for c, (_, _, scores) in enumerate(out):
+        keep = yte[:, c] != -1
         aps[c], chance[c] = average_precision(scores[keep], yte[keep, c] == 1, ap), (yte[keep, c] == 1).mean()
     return SVMResult(float(aps.mean()), aps, chosen, cv_ap, ap, C, float(chance.mean()))
+
+def _svm_class(xtr, t, xte, costs, folds: int, seed: int):
+    "One class of `svm_map`: the mean CV AP of each cost, the first best cost, and the test decision values of the SVM refitted at it."
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.model_selection import cross_val_score
+    from sklearn.svm import LinearSVC
+    svm = lambda c: LinearSVC(C=c, class_weight={1: 2, -1: 1}, intercept_scaling=1.0, penalty="l2", loss="squared_hinge",
+                              tol=1e-4, dual=True, max_iter=2000, random_state=seed)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", category=ConvergenceWarning)   # liblinear at max_iter=2000, as in the benchmark
+        cv_ap = np.array([cross_val_score(svm(k), xtr, t, cv=folds, scoring="average_precision").mean() for k in costs])
+        chosen = costs[int(np.argmax(cv_ap))]
+        return cv_ap, chosen, svm(chosen).fit(xtr, t).decision_function(xte)
 
 def average_precision(scores, positive, kind: str = "voc") -> float:
     "AP of ranking by decreasing `scores` for boolean `positive`: 'voc' (interpolated, all points), 'voc07' (11 points) or 'sklearn' (step sum)."

@@ -112,18 +112,28 @@ def plot_table2(t2: Table2, title: str = ""):
 
 # %% ../../nbs/71_tables.ipynb #e31de628
 def plot_score_table(table: pd.DataFrame, title: str = "", families: Mapping[str, str] | None = None, label: str = "",
-                     vmin: float = 0.0, vmax: float = 1.0, fmt: str = "{:.2f}", cmap: str = "viridis"):
-    "A model x column table of scores as a heat map with the values written in, a white line between column families."
+                     vmin: float = 0.0, vmax: float = 1.0, fmt: str | Mapping[str, str] = "{:.2f}", cmap: str = "viridis",
+                     per_column: bool = False):
+    """A model x column table of scores as a heat map with the values written in, a white line between column families.
+    `per_column`: colour each column from its own lowest to its highest value (columns on different scales: RIS in %,
+    cosines, accuracies); `fmt` may give each column its own format."""
     import matplotlib.pyplot as plt
-    cols = list(table.columns)
+    cols, values = list(table.columns), table.values.astype(float)
+    shade = values
+    if per_column:
+        lo, hi = np.nanmin(values, 0, initial=np.inf, where=~np.isnan(values)), np.nanmax(values, 0, initial=-np.inf, where=~np.isnan(values))
+        span = np.where(hi > lo, hi - lo, 1.0)
+        shade, vmin, vmax = np.where(hi > lo, (values - lo) / span, 0.5), 0.0, 1.0   # a constant column sits mid-scale
+        label = label or "each column: its lowest (0) to its highest (1)"
     fig, ax = plt.subplots(figsize=(1.1 + 0.62 * len(cols), 0.9 + 0.3 * len(table)))
-    im = ax.imshow(table.values.astype(float), cmap=cmap, aspect="auto", vmin=vmin, vmax=vmax)
+    im = ax.imshow(shade, cmap=cmap, aspect="auto", vmin=vmin, vmax=vmax)
     ax.set_xticks(range(len(cols)), cols, rotation=45, ha="right", fontsize=8); ax.set_yticks(range(len(table)), table.index, fontsize=8)
     for j in range(1, len(cols)):
         if families and families.get(cols[j]) != families.get(cols[j - 1]): ax.axvline(j - 0.5, color="white", lw=2)
-    for (r, c), v in np.ndenumerate(table.values.astype(float)):
-        dark = np.dot(im.cmap(im.norm(v))[:3], [0.299, 0.587, 0.114]) < 0.5
-        ax.text(c, r, "" if np.isnan(v) else fmt.format(v), ha="center", va="center", fontsize=7, color="white" if dark else "black")
+    for (r, c), v in np.ndenumerate(values):
+        dark = np.dot(im.cmap(im.norm(shade[r, c]))[:3], [0.299, 0.587, 0.114]) < 0.5
+        f = fmt.get(cols[c], "{:.2f}") if isinstance(fmt, Mapping) else fmt
+        ax.text(c, r, "" if np.isnan(v) else f.format(v), ha="center", va="center", fontsize=7, color="white" if dark else "black")
     fig.colorbar(im, ax=ax, shrink=0.8, label=label)
     if title: ax.set_title(title, fontsize=9)
     fig.tight_layout()

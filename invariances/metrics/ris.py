@@ -5,6 +5,7 @@
 # %% ../../nbs/41_ris.ipynb #2fad757f
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -204,6 +205,10 @@ def representation_invariance_score(features, targets, trajectories, ks: Sequenc
         h, hs = torch.from_numpy(hb), _sort_units(hb)
         Lb, Gb, okb = _BLOCKS[variant](h, hs, ctx)
         L[:, j:j + block], G[:, j:j + block], ok[:, j:j + block] = Lb.numpy(), Gb.numpy(), okb.numpy()
+    silent = [] if variant == "goodfellow" else y_labels[~(L > 0).any(axis=1)].tolist()
+    if silent:   # named, so a low score is not read as a measured lack of invariance
+        warnings.warn(f"RIS ({variant}): no unit fires along any usable trajectory of target(s) {silent[:10]}"
+                      f"{' ...' if len(silent) > 10 else ''} (trajectories need >= {max(min_size, 2)} images): they count 0 in the mean", stacklevel=2)
     dead = np.flatnonzero(~ok.all(axis=0))
     if len(dead):
         if constant_units == "raise":
@@ -227,7 +232,7 @@ def representation_invariance_score(features, targets, trajectories, ks: Sequenc
         over.append({"K": k, "ris": ris.mean(), "max_ris": mx.mean(), "ris_pct": pct_all})
     params = dict(variant=variant, ks=ks, firing_percentile=p if variant == "authors" else None, min_trajectory_size=min_size,
                   n_samples=n, n_units=d, n_targets=n_targets, n_trajectories=int(n_traj),
-                  n_trajectories_used=int(long_enough.sum()), dropped_units=dead.tolist())
+                  n_trajectories_used=int(long_enough.sum()), dropped_units=dead.tolist(), silent_targets=silent)
     return RISResult(variant, ks, pd.concat(recs, ignore_index=True), pd.DataFrame(over), I, L, G, tgt, params)
 
 # %% ../../nbs/41_ris.ipynb #cc5b5018

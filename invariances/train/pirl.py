@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass
+from typing import ClassVar
 
 import torch
 import torch.nn as nn
@@ -96,12 +97,15 @@ class PirlConfig(EncoderConfig):
     bank_momentum: float = 0.5
     jigsaw_weight: float = 0.5         # lambda: the jigsaw term's share of the loss
     loss: str = "nce"                  # "nce" (the paper's) or "infonce" (VISSL's cross-entropy option)
+    head_layers: int = 1               # the image and patch heads: 1 is the paper's linear f and g, 2 MoCo-v2's MLP
+    LATE_FIELDS: ClassVar[tuple[str, ...]] = EncoderConfig.LATE_FIELDS + ("head_layers",)   # () keeps earlier keys
 
     def __post_init__(self):
         if self.loss not in PIRL_LOSSES: raise ValueError(f"PirlConfig.loss must be one of {PIRL_LOSSES}, got {self.loss!r}")
         if self.negatives < 1: raise ValueError(f"PirlConfig.negatives must be >= 1, got {self.negatives}")
         if not 0 <= self.jigsaw_weight <= 1: raise ValueError(f"PirlConfig.jigsaw_weight must be in [0, 1], got {self.jigsaw_weight}")
         if not 0 <= self.bank_momentum < 1: raise ValueError(f"PirlConfig.bank_momentum must be in [0, 1), got {self.bank_momentum}")
+        if self.head_layers not in (1, 2): raise ValueError(f"PirlConfig.head_layers must be 1 (linear) or 2 (MLP), got {self.head_layers}")
         if self.temperature <= 0: raise ValueError(f"PirlConfig.temperature must be > 0, got {self.temperature}")
 
     # per profile: negatives scaled to the training set, MoCo's learning rate and views, and MoCo's compute per model
@@ -140,8 +144,8 @@ class PIRL(MethodBase):
         k, d = self.jigsaw.grid ** 2, config.proj_dim
         with self.seeded():
             self.encoder_q = Encoder(config.backbone)
-            self.head_image = ProjectionHead(self.encoder_q.feature_dim, d, layers=1)    # f: linear, as the paper's
-            self.head_patch = ProjectionHead(self.encoder_q.feature_dim, d, layers=1)    # each patch, then
+            self.head_image = ProjectionHead(self.encoder_q.feature_dim, d, layers=config.head_layers)  # f (linear in the paper)
+            self.head_patch = ProjectionHead(self.encoder_q.feature_dim, d, layers=config.head_layers)  # each patch, then
             self.head_jigsaw = ProjectionHead(k * d, d, layers=1)                        # the nine in shuffled order
             self.bank = MemoryBank(int(n_images), d, config.bank_momentum)
         self.register_buffer("Z", torch.zeros(()))   # NCE's normaliser, set at the first step and checkpointed
