@@ -25,10 +25,10 @@ from .train.loop import CHECKPOINT, init_distributed, world_info
 from .train.methods import SNAPSHOT_DIR, SNAPSHOT_FRACTIONS, get_method, method_config, snapshot_step, snapshot_steps, train
 
 # %% auto #0
-__all__ = ['DATA', 'REAL_FOLDERS', 'MODELS', 'ZOO_VERSION', 'FUSIONS', 'MODEL_FILES', 'SNAPSHOTS', 'dataset', 'data_identity',
-           'ZooModel', 'get_model', 'labels', 'model_config', 'model_key', 'model_dir', 'Fusion', 'fusion_parts',
-           'instance', 'parse_instance', 'get', 'training_estimate', 'is_cached', 'weights_digest', 'training_record',
-           'snapshots', 'snapshot_record']
+__all__ = ['VIDEO_CLIP', 'DATA', 'REAL_FOLDERS', 'MODELS', 'ZOO_VERSION', 'FUSIONS', 'MODEL_FILES', 'SNAPSHOTS', 'dataset',
+           'data_identity', 'ZooModel', 'get_model', 'labels', 'model_config', 'model_key', 'model_dir', 'Fusion',
+           'fusion_parts', 'instance', 'parse_instance', 'get', 'training_estimate', 'is_cached', 'weights_digest',
+           'training_record', 'snapshots', 'snapshot_record']
 
 # %% ../nbs/60_zoo.ipynb #ac3d997a
 def _synthetic_objects(split, n, size, root):
@@ -58,7 +58,27 @@ def _synthetic_crops(split, n, size, root):
     if len(s) < n: raise ValueError(f"synthetic-crops: {math.ceil(n / 2)} scenes hold {len(s)} crops, fewer than the {n} asked for")
     return s.subset(np.arange(n))
 
+# Purushwalkam & Gupta's video models (Sec. 5): rendered clips of VIDEO_CLIP["frames"] frames, as many frames in all as
+# the profile's image count (the rendering cost of its object set). The paper pairs frames k = 40 apart in chunks of 60
+# at 30 fps; our clips are short and their objects move, turn and are lit anew from the first frame to the last, so
+# pairs a quarter of a clip apart: (0, 4), (4, 8), (8, 12) of 16 frames. The Baseline trains on 3 frames per clip,
+# uniformly spaced, as the paper's does per video.
+VIDEO_CLIP = {"frames": 16, "gap": 4, "baseline_frames": 3}
+
+def _synthetic_videos(split, n, size, root):
+    from invariances.data.synthetic import video_set
+    return video_set(n_videos=max(1, (n or 20_000) // VIDEO_CLIP["frames"]), n_frames=VIDEO_CLIP["frames"], size=size, split=split)
+
+def _synthetic_video_frames(split, n, size, root):
+    from invariances.data.imageset import video_frames
+    return video_frames(_synthetic_videos(split, n, size, root), VIDEO_CLIP["baseline_frames"])
+
+def _synthetic_video_pairs(split, n, size, root):
+    from invariances.data.imageset import frame_pairs
+    return frame_pairs(_synthetic_videos(split, n, size, root), VIDEO_CLIP["gap"])
+
 DATA = {"synthetic-objects": _synthetic_objects, "synthetic-scenes": _synthetic_scenes, "synthetic-crops": _synthetic_crops,
+        "synthetic-video-frames": _synthetic_video_frames, "synthetic-video-pairs": _synthetic_video_pairs,
         "tiny-imagenet": _tiny_imagenet, "imagenet": _imagenet}
 REAL_FOLDERS = {"tiny-imagenet": "tiny-imagenet-200", "imagenet": "imagenet"}
 
@@ -86,7 +106,8 @@ def data_identity(profile: str | Profile, root=None, data: str | None = None) ->
     from invariances.data.render import RENDERER_VERSION
     from invariances.data.synthetic import SCENE_COOCCURRENCE
     scenes = {"cooccur": list(SCENE_COOCCURRENCE["cooccur"]), "cooccur_p": SCENE_COOCCURRENCE["cooccur_p"]}
-    return {"data": name, "renderer": RENDERER_VERSION} | (scenes if name in ("synthetic-scenes", "synthetic-crops") else {})
+    return ({"data": name, "renderer": RENDERER_VERSION} | (scenes if name in ("synthetic-scenes", "synthetic-crops") else {})
+            | ({"clip": dict(VIDEO_CLIP)} if name.startswith("synthetic-video") else {}))
 
 _TREE_DIGESTS = {}
 def _cached_tree_digest(folder: Path):
@@ -166,12 +187,19 @@ MODELS = {m.name: m for m in [
     ZooModel("looc-addone-color", "looc", overrides={"augs": ("color",), "mode": "add_one"}, label="MoCo + AddOne (color)",
              color="lightcoral"),
     ZooModel("looc-addone-rotation", "looc", overrides={"augs": ("rotation",), "mode": "add_one"},
-             label="MoCo + AddOne (rotation)", color="indianred"),    # Purushwalkam & Gupta: PIRL (its own image views, the jigsaw, a memory bank) beside Supervised and MoCo-v2's Default
+             label="MoCo + AddOne (rotation)", color="indianred"),
+    # Purushwalkam & Gupta: PIRL (its own image views, the jigsaw, a memory bank) beside Supervised and MoCo-v2's Default
     ZooModel("pirl", "pirl", label="PIRL", color="crimson"),
     # and MoCo-v2 on other data than the profile's objects, the same count (dataset bias, Table 2): scenes, their crops
     ZooModel("moco-scenes", "moco", policy="default", data="synthetic-scenes", label="MoCo (scenes)", color="teal"),
     ZooModel("moco-crops", "moco", policy="default", data="synthetic-crops", label="MoCo (scene crops)", color="darkcyan",
              linestyle="--"),
+    # and learning from video (Sec. 5, Tables 3 and 4): MoCo-v2 on frames of the clips (the Baseline), and Frame Temporal
+    # Invariance on pairs of frames of one clip
+    ZooModel("video-baseline", "moco", policy="default", data="synthetic-video-frames", label="Baseline (video frames)",
+             color="olive"),
+    ZooModel("frame-temporal", "frame_temporal", policy="default", data="synthetic-video-pairs",
+             label="Frame Temporal Invariance", color="darkgoldenrod"),
 ]}
 ZOO_VERSION = 1  # bump when training code changes what a config produces; it is part of every model's key
 

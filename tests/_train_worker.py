@@ -1,8 +1,8 @@
-"""Worker for tests/test_train.py: a tiny MoCo-v2 (or PIRL) run, optionally killed with SIGKILL in the middle of a step.
+"""Worker for tests/test_train.py: a tiny MoCo-v2 (or PIRL, or Frame Temporal Invariance) run, optionally killed with SIGKILL in the middle of a step.
 
-python tests/_train_worker.py OUT_DIR [--kill-at-view N] [--steps S] [--threads T] [--method moco|pirl]   (also run under torchrun for the DDP test)
+python tests/_train_worker.py OUT_DIR [--kill-at-view N] [--steps S] [--threads T] [--method moco|pirl|frame_temporal]   (also run under torchrun for the DDP test)
 """
-import argparse, os, signal, sys
+import argparse, dataclasses, os, signal, sys
 from pathlib import Path
 
 import numpy as np, pandas as pd, torch
@@ -12,12 +12,15 @@ from invariances.policies import get_policy
 from invariances.train.moco import MocoConfig
 from invariances.train.methods import train, train_moco
 from invariances.train.pirl import PirlConfig
+from invariances.train.video import FrameTemporalConfig
 from invariances.train.loop import world_info
 
 
 def tiny_set(n=48, size=16):
     rng = np.random.default_rng(0)
-    return ImageSet(rng.integers(0, 256, (n, size, size, 3), dtype=np.uint8), pd.DataFrame({"target": rng.integers(0, 4, n)}), "tiny")
+    # consecutive rows are the two frames of a pair (Frame Temporal Invariance); the other methods ignore the column
+    return ImageSet(rng.integers(0, 256, (n, size, size, 3), dtype=np.uint8),
+                    pd.DataFrame({"target": rng.integers(0, 4, n), "pair": np.arange(n) // 2}), "tiny")
 
 
 def tiny_config(steps=8, batch_size=8):
@@ -36,11 +39,11 @@ def main():
     ap.add_argument("out_dir"); ap.add_argument("--kill-at-view", type=int, default=None)
     ap.add_argument("--steps", type=int, default=8); ap.add_argument("--batch-size", type=int, default=8)
     ap.add_argument("--threads", type=int, default=1)  # 2: MoCo runs its two encoders side by side
-    ap.add_argument("--method", default="moco", choices=["moco", "pirl"])
+    ap.add_argument("--method", default="moco", choices=["moco", "pirl", "frame_temporal"])
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     calls = [0]
-    spatial = get_policy("spatial", 16 if a.method == "moco" else 32)
+    spatial = get_policy("spatial", 32 if a.method == "pirl" else 16)
 
     def policy(x, generator=None):
         calls[0] += 1
@@ -50,6 +53,9 @@ def main():
 
     if a.method == "moco":
         enc = train_moco(tiny_set(), tiny_config(a.steps, a.batch_size), a.out_dir, policy=policy, progress=False)
+    elif a.method == "frame_temporal":   # MoCo's tiny run with the key from the partner frame: two view calls per step
+        config = FrameTemporalConfig(**dataclasses.asdict(tiny_config(a.steps, a.batch_size)))
+        enc = train("frame_temporal", tiny_set(), config, a.out_dir, policy=policy, progress=False)
     else:   # the kill is in the image branch's views, one call per step
         enc = train("pirl", tiny_set(), tiny_pirl_config(a.steps, a.batch_size), a.out_dir, policy=policy, progress=False)
     rank, world, _ = world_info()

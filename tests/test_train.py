@@ -45,6 +45,22 @@ def test_sigkill_mid_step_then_resume_gives_identical_weights(tmp_path, threads)
 
 
 @pytest.mark.slow
+def test_frame_temporal_sigkill_mid_step_then_resume_gives_identical_weights(tmp_path):
+    "Frame Temporal Invariance as MoCo above (its partners come from the data, not the checkpoint): killed in step 6, resumed from 4, bit for bit."
+    full, cut = tmp_path / "full", tmp_path / "cut"
+    _run(full, "--method", "frame_temporal")
+    p = _run(cut, "--method", "frame_temporal", "--kill-at-view", 12, check=False)   # two view calls per step: the key frames' of step 6
+    assert p.returncode == -9, (p.returncode, p.stderr)
+    assert _method_state(cut)["step"] == 4 and not (cut / "backbone.pt").exists()
+    _run(cut, "--method", "frame_temporal")
+    a, b = _method_state(full), _method_state(cut)
+    assert a["step"] == b["step"] == 8 and "partner" not in a["method"]
+    for k in a["method"]:
+        assert torch.equal(a["method"][k], b["method"][k]), k
+    assert [h["loss"] for h in a["history"]] == [h["loss"] for h in b["history"]]
+
+
+@pytest.mark.slow
 def test_pirl_sigkill_mid_step_then_resume_gives_identical_weights_bank_and_normaliser(tmp_path):
     """PIRL as MoCo above: its memory bank and NCE's normaliser Z (set at the first step) are in the checkpoint, so a
     run killed in the middle of step 6 and resumed from step 4 ends bit for bit where an uninterrupted run ends."""
@@ -135,7 +151,7 @@ DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])   # a GPU ma
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("method", ["supervised", "moco", "byol", "simsiam", "barlow", "looc", "pirl"])
+@pytest.mark.parametrize("method", ["supervised", "moco", "byol", "simsiam", "barlow", "looc", "pirl", "frame_temporal"])
 def test_every_method_trains_two_steps_on_each_device(tmp_path, method, device):
     """Each trained method of the registry through `train` on the device's own runtime (on CUDA: bf16 autocast; split
     BatchNorm in NCHW). On an H100 this is where a CUDA generator in `fit` met the policies' CPU draws and failed."""
@@ -145,7 +161,8 @@ def test_every_method_trains_two_steps_on_each_device(tmp_path, method, device):
     from invariances.runtime import Runtime
     from invariances.train.methods import method_config, train
     rng = np.random.default_rng(0)
-    data = ImageSet(rng.integers(0, 256, (32, 32, 32, 3), dtype=np.uint8), pd.DataFrame({"target": rng.integers(0, 4, 32)}))
+    data = ImageSet(rng.integers(0, 256, (32, 32, 32, 3), dtype=np.uint8),
+                    pd.DataFrame({"target": rng.integers(0, 4, 32), "pair": np.arange(32) // 2}))   # pairs: Frame Temporal Invariance
     config = method_config(method, get_profile("smoke"), steps=2, batch_size=16, checkpoint_every=1)
     runtime = Runtime.detect(device, measure=False)
     enc = train(method, data, config, tmp_path, runtime=runtime, progress=False)

@@ -5,6 +5,7 @@
 # %% ../../nbs/10_imageset.ipynb #b3fc4a29
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Iterator
 
@@ -15,7 +16,7 @@ import torch
 from ..core import to_float_images
 
 # %% auto #0
-__all__ = ['ImageSet']
+__all__ = ['ImageSet', 'video_frames', 'frame_pairs']
 
 # %% ../../nbs/10_imageset.ipynb #2e7521e2
 @dataclass
@@ -43,3 +44,36 @@ class ImageSet:
         "Stream `(float images on device, metadata rows)`; never materialises more than one batch."
         for i in range(0, len(self), batch_size):
             yield to_float_images(self.images[i:i + batch_size], device), self.meta.iloc[i:i + batch_size]
+
+# %% ../../nbs/10_imageset.ipynb #e64c3773
+def video_frames(s: ImageSet, per_video: int, video: str = "trajectory", frame: str = "frame") -> ImageSet:
+    "`per_video` frames of each video of `s`, uniformly spaced from its first frame to its last (all of a shorter video's)."
+    if isinstance(per_video, bool) or int(per_video) != per_video or per_video < 1: raise ValueError(f"per_video must be an integer >= 1, got {per_video!r}")
+    _need_columns(s, video, frame, "video_frames")
+    keep = []
+    for _, rows in s.meta.sort_values([video, frame], kind="stable").groupby(video, sort=False):
+        at = np.unique(np.round(np.linspace(0, len(rows) - 1, min(int(per_video), len(rows)))).astype(int))
+        keep += rows.index[at].tolist()
+    out = s.subset(np.array(keep)); out.name = f"{s.name}/frames{per_video}"
+    return out
+
+def frame_pairs(s: ImageSet, gap: int, video: str = "trajectory", frame: str = "frame") -> ImageSet:
+    """Pairs $(z_i, z_{i+gap})$ of frames of one video with $i \\bmod gap = 0$, as consecutive rows numbered in a `pair`
+    column; videos too short for a pair are skipped with a warning that counts them."""
+    if isinstance(gap, bool) or int(gap) != gap or gap < 1: raise ValueError(f"gap must be an integer >= 1, got {gap!r}")
+    _need_columns(s, video, frame, "frame_pairs")
+    m = s.meta
+    row = {(v, f): i for i, (v, f) in enumerate(zip(m[video], m[frame]))}
+    pairs = [(i, row[(v, f + gap)]) for i, (v, f) in enumerate(zip(m[video], m[frame])) if f % gap == 0 and (v, f + gap) in row]
+    lengths = m.groupby(video)[frame].size()
+    if not pairs:
+        raise ValueError(f"{s.name}: no pair of frames {gap} apart (videos of {lengths.min()} to {lengths.max()} frames)")
+    skipped = len(lengths) - len({m[video].iat[i] for i, _ in pairs})
+    if skipped: warnings.warn(f"{s.name}: {skipped} of {len(lengths)} videos hold no pair of frames {gap} apart: skipped", stacklevel=2)
+    out = s.subset(np.array(pairs).reshape(-1))
+    out.meta["pair"] = np.repeat(np.arange(len(pairs)), 2); out.name = f"{s.name}/pairs{gap}"
+    return out
+
+def _need_columns(s: ImageSet, video: str, frame: str, what: str):
+    missing = [c for c in (video, frame) if c not in s.meta]
+    if missing: raise KeyError(f"{s.name}: {what} needs the metadata column(s) {missing}; the set has {list(s.meta.columns)}")

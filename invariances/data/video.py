@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from .cache import decode_images
-from .imageset import ImageSet
+from .imageset import ImageSet, frame_pairs
 from .loading import _imageset, _require
 from .manifests import DatasetError, dataset_dir
 
@@ -74,16 +74,12 @@ def davis_tracks(root=None, size=64, context: float = 0.1, split=None, cache=Tru
     return s
 
 def davis_frame_pairs(root=None, gap: int = 10, size=None, split=None, cache=True, on_error="raise") -> ImageSet:
-    "Pairs (z_i, z_{i+gap}) for i mod gap == 0 within each sequence; `trajectory` = pair id, `param` = frame index."
+    "Pairs (z_i, z_{i+gap}) for i mod gap == 0 within each sequence (`imageset.frame_pairs`); `trajectory` = pair id, `target` = the sequence's."
     if gap < 1: raise ValueError(f"gap must be >= 1, got {gap}")
     s = load_davis2016(root, split, size, cache, on_error)
-    m = s.meta
-    key = {(q, f): i for i, (q, f) in enumerate(zip(m.sequence, m.frame))}
-    idx = [(i, key[(q, f + gap)]) for i, (q, f) in enumerate(zip(m.sequence, m.frame)) if f % gap == 0 and (q, f + gap) in key]
-    if not idx: raise DatasetError(f"davis-2016: no frame pairs with gap {gap}")
-    flat = np.array(idx).reshape(-1)
-    out = s.subset(flat)
-    out.meta["trajectory"] = np.repeat(np.arange(len(idx)), 2); out.meta["target"] = m.trajectory.values[flat]
+    try: out = frame_pairs(s, gap, video="sequence")
+    except ValueError as e: raise DatasetError(f"davis-2016: {e}") from None
+    out.meta["target"], out.meta["trajectory"] = out.meta["trajectory"], out.meta.pop("pair")
     out.name = f"davis-2016/pairs{gap}"
     return out
 

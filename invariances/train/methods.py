@@ -20,6 +20,7 @@ from ..models import Encoder, save_backbone
 from ..profiles import Profile, get_profile
 from .loop import fit, init_distributed, world_info
 from .barlow import BarlowConfig, BarlowTwins
+from .video import FrameTemporal, FrameTemporalConfig
 from .byol import BYOL, ByolConfig, SimSiam, SimSiamConfig
 from .looc import LooC, LoocConfig
 from .method import EncoderConfig
@@ -50,6 +51,7 @@ METHODS = {
     "barlow": MethodEntry(BarlowConfig, BarlowTwins),
     "looc": MethodEntry(LoocConfig, LooC),
     "pirl": MethodEntry(PirlConfig, PIRL),
+    "frame_temporal": MethodEntry(FrameTemporalConfig, FrameTemporal),
 }
 
 def get_method(name: str) -> MethodEntry:

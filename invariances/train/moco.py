@@ -91,12 +91,15 @@ class MoCo(MethodBase):
         self._register_load_state_dict_pre_hook(_queue_from_buffers)
 
     def forward(self, x: torch.Tensor, idx: torch.Tensor | None = None, generator: torch.Generator | None = None):
-        view_q, view_k = self.view_pair(x, generator, self.config.shared_augs)
-        perm, inverse = batch_shuffle(len(x), generator, x.device)   # shuffled BN groups for the keys
+        return self.contrast(*self.view_pair(x, generator, self.config.shared_augs), generator)
+
+    def contrast(self, view_q: torch.Tensor, view_k: torch.Tensor, generator: torch.Generator | None = None):
+        "MoCo-v2's loss of the queries of `view_q` against the momentum keys of `view_k` (row i of each: one positive pair)."
+        perm, inverse = batch_shuffle(len(view_k), generator, view_k.device)   # shuffled BN groups for the keys
         def queries(): return F.normalize(self.head_q(self.encoder_q(view_q)).float(), dim=1)
         @torch.no_grad()
         def keys(): return F.normalize(self.head_k(self.encoder_k(view_k[perm])).float(), dim=1)[inverse]
-        q, k = run_concurrently(queries, keys, device=x.device)
+        q, k = run_concurrently(queries, keys, device=view_q.device)
         if self.config.queue_size:
             loss, logits = infonce_loss(q, k, self.queue.negatives(), self.config.temperature, return_logits=True)
             self.queue.push(all_gather_cat(k))
