@@ -496,7 +496,7 @@ def _xiao_tablee1_step(run: RunSpec, settings: dict, encoders: dict, p: Profile,
     return f"Table E.1: {len(encoders)} models' readouts of 8 held-out images on {p.image_size} px"
 
 def _pg_table1_step(run: RunSpec, settings: dict, encoders: dict, p: Profile, runtime: Runtime, scratch: Path) -> str:
-    "pg_table1.ipynb: 2 trajectories of 8 rendered views of one family; every model's features and their Top-10 RIS."
+    "pg_table1.ipynb and pg_table4.ipynb: 2 trajectories of 8 rendered views of one family; every model's features and their Top-10 RIS."
     from invariances.core import to_float_images
     from invariances.data.synthetic import trajectory_set
     from invariances.features import extract_features
@@ -547,6 +547,6 @@ DRY_STEPS = {"ericsson_table2.ipynb": _table2_step, "ericsson_table3.ipynb": _ta
              "ericsson_table4.ipynb": _table4_step, "ericsson_table5.ipynb": _table5_step, "ericsson_tablec1.ipynb": _tablec1_step,
              "ericsson_figures.ipynb": _figures_step, "ericsson_figc1.ipynb": _figc1_step, "ericsson_figc2.ipynb": _figc2_step,
              "runner_check.ipynb": _runner_step, "xiao_table1.ipynb": _xiao_table1_step,
-             "xiao_table2.ipynb": _xiao_table2_step, "pg_table1.ipynb": _pg_table1_step, "pg_table2.ipynb": _pg_table2_step, "every_model.ipynb": _every_model_step, "xiao_table3.ipynb": _xiao_table3_step,
+             "xiao_table2.ipynb": _xiao_table2_step, "pg_table1.ipynb": _pg_table1_step, "pg_table4.ipynb": _pg_table1_step, "pg_table2.ipynb": _pg_table2_step, "every_model.ipynb": _every_model_step, "xiao_table3.ipynb": _xiao_table3_step,
              "xiao_figure3.ipynb": _xiao_figure3_step, "xiao_table5.ipynb": _xiao_table5_step,
              "xiao_table4.ipynb": _xiao_table4_step, "xiao_tablee1.ipynb": _xiao_tablee1_step}

@@ -21,8 +21,8 @@ from ..transforms import get_transform
 
 # %% auto #0
 __all__ = ['REAL_WORLD_TRANSFORMS', 'REAL_WORLD_FAMILY', 'RENDERED_CHANGE', 'SHIFTED_DOMAINS', 'TEXTURE_SHIFT',
-           'invariance_table', 'transform_features', 'transformed_batches', 'group_invariance_table', 'group_alignment',
-           'real_world_groups', 'shifted_domains']
+           'invariance_table', 'transform_features', 'transformed_batches', 'trajectory_ris', 'ris_table',
+           'group_invariance_table', 'group_alignment', 'real_world_groups', 'shifted_domains']
 
 # %% ../../nbs/70_invariance.ipynb #4b9a9788
 def invariance_table(encoders: Mapping[str, nn.Module], images: ImageSet, reference: ImageSet, transforms: Sequence[str],
@@ -63,6 +63,30 @@ def transformed_batches(x: torch.Tensor, transform, grid: torch.Tensor, batch_si
     for chunk in pairs.split(batch_size):
         i, j = chunk[:, 0], chunk[:, 1]
         yield transform.apply(x[i], grid[j]), pd.DataFrame({"image": i.numpy(), "param": j.numpy()})
+
+# %% ../../nbs/70_invariance.ipynb #135b3168
+def trajectory_ris(features: Mapping[str, Mapping[str, np.ndarray]], sets: Mapping[str, ImageSet], ks: Sequence[int] = (10, 25),
+                   variants: Sequence[str] = ("authors",)) -> dict:
+    """Top-K RIS of every model on every family: `features[family][model]` are the features of `sets[family]`'s images
+    (columns `target`, the class, and `trajectory`). Returns `(variant, model, family) -> RISResult`; units constant
+    over a set are dropped (`constant_units='drop'`)."""
+    from invariances.metrics.ris import representation_invariance_score
+    out = {}
+    for fam, s in sets.items():
+        if fam not in features: raise KeyError(f"no features for family {fam!r}; features has {list(features)}")
+        for model, f in features[fam].items():
+            for v in variants:
+                out[v, model, fam] = representation_invariance_score(f, s.meta["target"].to_numpy(), s.meta["trajectory"].to_numpy(),
+                                                                     ks=ks, variant=v, constant_units="drop")
+    return out
+
+def ris_table(results: Mapping[tuple, object], variant: str = "authors") -> pd.DataFrame:
+    "One variant of `trajectory_ris`'s results as a model x `{family}_top{K}` table of RIS in % (models and families in their order)."
+    rows = {}
+    for (v, model, fam), r in results.items():
+        if v == variant: rows.setdefault(model, {}).update({f"{fam}_top{k}": r.score(k) for k in r.ks})
+    if not rows: raise ValueError(f"no results of variant {variant!r}; they hold {sorted({k[0] for k in results})}")
+    return pd.DataFrame.from_dict(rows, orient="index").rename_axis("model")
 
 # %% ../../nbs/70_invariance.ipynb #b17c950a
 def group_invariance_table(encoders: Mapping[str, nn.Module], groups: Mapping[str, ImageSet], reference: ImageSet,
