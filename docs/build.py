@@ -1,14 +1,15 @@
 """Build the docs site: `python docs/build.py [--runs DIR] [--out DIR]` (or `make docs`), offline, in seconds.
 
 Pages, staged into `_site_src/` and built by Sphinx + myst-nb (docs/conf.py) into `_site/` (both git-ignored):
-- the landing page: `repro/REPORT.md` with its figures from `repro/figures/`;
-- the README and the architecture page (`README.md`, `ARCHITECTURE.md`, rendered from `nbs/index.ipynb` and
-  `nbs/architecture.ipynb`);
+- the landing page: the README (`README.md`, rendered from `nbs/index.ipynb`), then the architecture page;
+- each committed report as a page (`repro/REPORT.md`, the main job's, and `repro/REPORT-<batch>.md`) with its figures
+  from `repro/figures/`;
 - the library notebooks as stored (outputs kept: `make notebooks` runs them), nbdev directives and `#| hide` cells
   left out, and an API index (autodoc of each module's `__all__`);
 - every run of the `cpu` batch: its executed notebook `repro/runs/cpu/<run>/executed.ipynb` with the figures the run
-  wrote, or the notebook's source under a "not yet run" banner; experiment notebooks no `cpu` run uses are shown
-  as source with a note.
+  wrote; where this checkout has not run it, the notebook's source with the figures of its last run as the committed
+  report shows them (`repro/figures/cpu-<run>-*.png`), or "not yet run" where the report has none; experiment
+  notebooks no `cpu` run uses are shown as source with a note.
 Nothing is executed. Relative links between these files are rewritten to the pages; links to other files of the
 repository point at the repository on GitHub (settings.ini's `git_url`).
 """
@@ -23,7 +24,15 @@ import nbformat
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 SRC, OUT = ROOT / "_site_src", ROOT / "_site"
-PAGES = {"repro/REPORT.md": "index.md", "README.md": "readme.md", "ARCHITECTURE.md": "architecture.md"}
+PAGES = {"README.md": "index.md", "ARCHITECTURE.md": "architecture.md", "repro/REPORT.md": "report.md"}
+NOT_RUN = "Not yet run."   # the banner of an experiment page with neither an executed run nor committed figures
+
+
+def report_pages(root: Path = ROOT) -> dict[str, str]:
+    "Every committed report -> its page: the main job's `repro/REPORT.md` first, then `repro/REPORT-<batch>.md` by name."
+    out = {"repro/REPORT.md": "report.md"}
+    for f in sorted((root / "repro").glob("REPORT-*.md")): out[f"repro/{f.name}"] = f"reports/{f.stem.lower()}.md"
+    return out
 _LINK = re.compile(r"(!?\[[^\]]*\]\()([^)\s]+)(\))")
 
 
@@ -101,17 +110,18 @@ def stage(src: Path = SRC, runs: Path | None = None, root: Path = ROOT) -> Path:
     runs = Path(runs) if runs else root / "repro" / "runs" / "cpu"
     git_url = _settings(root).get("git_url", "")
     if src.exists(): shutil.rmtree(src)
-    (src / "api").mkdir(parents=True); (src / "experiments").mkdir()
+    (src / "api").mkdir(parents=True); (src / "experiments").mkdir(); (src / "reports").mkdir()
+    pages = dict(PAGES) | report_pages(root)
     libs = [p for p in sorted((root / "nbs").glob("*.ipynb")) if p.name not in ("index.ipynb", "architecture.ipynb")]
     experiments = _experiment_pages(root, runs)
-    targets = dict(PAGES) | {f"nbs/{p.name}": f"api/{p.name}" for p in libs}
+    targets = dict(pages) | {f"nbs/{p.name}": f"api/{p.name}" for p in libs}
     targets |= {f"repro/figures/{p.name}": f"figures/{p.name}" for p in (root / "repro" / "figures").glob("*")}
     for name, nb, _, _ in experiments: targets.setdefault(os.path.relpath(nb, root).replace(os.sep, "/"), f"experiments/{name}.ipynb")
     # Markdown pages
     if (root / "repro" / "figures").is_dir(): shutil.copytree(root / "repro" / "figures", src / "figures")
-    for repo_path, page in PAGES.items():
+    for repo_path, page in pages.items():
         f = root / repo_path
-        text = f.read_text() if f.is_file() else ("# Reproduction report\n\nNot yet run: `make repro` writes it.\n" if page == "index.md" else f"# {f.name}\n\nMissing.\n")
+        text = f.read_text() if f.is_file() else ("# Reproduction report\n\nNot yet run: `make repro` writes it.\n" if page == "report.md" else f"# {f.name}\n\nMissing.\n")
         (src / page).write_text(relink(text, repo_path, page, targets, git_url))
     # library notebooks and the API index
     for p in libs:
@@ -130,13 +140,19 @@ def stage(src: Path = SRC, runs: Path | None = None, root: Path = ROOT) -> Path:
             head = f"{note} Executed by the last batch: outputs below are that run's (`repro/runs/cpu/{name}/`)."
             if figs: nb.cells.append(nbformat.v4.new_markdown_cell("## Figures this run wrote\n\n" + "\n\n".join(
                 f"![{f.stem}]({name}/{f.name})" for f in figs)))
-        else: head = f"**Not yet run.** {note}" + (" `invariances-repro cpu` runs it." if "Not part" not in note else "")
+        elif committed := sorted((root / "repro" / "figures").glob(f"cpu-{name}-*.png")):
+            head = (f"{note} Not run in this checkout: the code below is the notebook's source, and the figures at the end "
+                    f"are its last run's as the committed [report](../report.md) shows them.")
+            nb.cells.append(nbformat.v4.new_markdown_cell("## Figures of its last run (the committed report's)\n\n" + "\n\n".join(
+                f"![{f.stem}](../figures/{f.name})" for f in committed)))
+        else: head = f"**{NOT_RUN}** {note}" + (" `invariances-repro cpu` runs it." if "Not part" not in note else "")
         title = next((i for i, c in enumerate(nb.cells) if c.cell_type == "markdown" and c.source.lstrip().startswith("# ")), None)
         nb.cells.insert(0 if title is None else title + 1, nbformat.v4.new_markdown_cell(f"> {head}"))
         if title is None: nb.cells.insert(0, nbformat.v4.new_markdown_cell(f"# {name}"))
         nbformat.write(nb, src / page)
     # the table of contents, on the landing page
-    toc = [("Project", ["readme", "architecture", "api/index"]),
+    toc = [("Project", ["architecture", "api/index"]),
+           ("Reports", [Path(p).with_suffix("").as_posix() for p in report_pages(root).values()]),
            ("Library notebooks", [f"api/{p.stem}" for p in libs]),
            ("Experiments (cpu batch)", [f"experiments/{name}" for name, *_ in experiments])]
     with open(src / "index.md", "a") as f:

@@ -146,15 +146,25 @@ def pages(site, served, tmp_path_factory):
 
 
 def test_site_has_every_page(site):
-    "The landing page is the report; every library notebook, the API index and each cpu run have a page."
+    """The landing page is the README; every committed report, library notebook, the API index and each cpu run have a
+    page; an experiment page says "Not yet run." only where neither this checkout's run nor the committed report has
+    its figures."""
     s = site / "_site"
-    assert "Reproduction report" in (s / "index.html").read_text()
+    readme_title = next(l for l in (ROOT / "README.md").read_text().splitlines() if l.startswith("# "))[2:].strip()
+    assert readme_title in (s / "index.html").read_text(), "the landing page is not the README"
+    assert "Reproduction report" in (s / "report.html").read_text()
     want = [f"api/{p.stem}.html" for p in (ROOT / "nbs").glob("*.ipynb") if p.stem not in ("index", "architecture")]
-    want += ["architecture.html", "readme.html", "api/index.html"]
+    want += ["architecture.html", "report.html", "api/index.html"]
+    want += [f"reports/{f.stem.lower()}.html" for f in (ROOT / "repro").glob("REPORT-*.md")]
     from invariances.repro import load_batch
     want += [f"experiments/{r.name}.html" for r in load_batch("cpu", ROOT).runs]
     missing = [w for w in want if not (s / w).is_file()]
     assert not missing, f"pages missing from the site: {missing}"
+    runs = ROOT / "repro" / "runs" / "cpu"
+    shown = [r.name for r in load_batch("cpu", ROOT).runs if (runs / r.name / "executed.ipynb").is_file()
+             or any((ROOT / "repro" / "figures").glob(f"cpu-{r.name}-*.png"))]
+    says_not_run = [n for n in shown if docs_build.NOT_RUN in (s / "experiments" / f"{n}.html").read_text()]
+    assert not says_not_run, f"experiment pages that say {docs_build.NOT_RUN!r} although a run of theirs exists: {says_not_run}"
     assert 'class="sig' in (s / "api" / "index.html").read_text(), "the API index lists no function signatures"
 
 
@@ -189,7 +199,7 @@ def test_every_figure_of_the_sources_is_shown(site, pages):
         got = sum(1 for i in pages[page]["images"] if i["width"] > 0 and "/_images/" in i["src"])
         if got < want: short[page] = (want, got)
     assert not short, f"pages showing fewer figures than their sources hold (want, got): {short}"
-    assert _figures_in_source(src / "index.md") == len(re.findall(r"!\[", (ROOT / "repro" / "REPORT.md").read_text()))
+    assert _figures_in_source(src / "report.md") == len(re.findall(r"!\[", (ROOT / "repro" / "REPORT.md").read_text()))
 
 
 def test_no_broken_internal_links(site, pages, served):
