@@ -5,7 +5,7 @@ Pages, staged into `_site_src/` and built by Sphinx + myst-nb (docs/conf.py) int
 - each committed report as a page (`repro/REPORT.md`, the main job's, and `repro/REPORT-<batch>.md`) with its figures
   from `repro/figures/`;
 - the library notebooks as stored (outputs kept: `make notebooks` runs them), nbdev directives and `#| hide` cells
-  left out, and an API index (autodoc of each module's `__all__`);
+  left out, each titled by its module's path (`module_title`), and an API index (autodoc of each module's `__all__`);
 - every run of the `cpu` batch: its executed notebook `repro/runs/cpu/<run>/executed.ipynb` with the figures the run
   wrote; where this checkout has not run it, the notebook's source with the figures of its last run as the committed
   report shows them (`repro/figures/cpu-<run>-*.png`), or "not yet run" where the report has none; experiment
@@ -77,6 +77,18 @@ def stage_notebook(nb, source: str, page: str, targets: dict, git_url: str):
     return nb
 
 
+def module_title(nb) -> None:
+    """One naming scheme for the library pages (the sidebar lists them by title): the first heading becomes the module's
+    path in the package (`nbdev`'s `default_exp`), followed by the notebook's own title where that says more than the module's name."""
+    exp = next((l.split()[-1] for c in nb.cells if c.cell_type == "code" for l in c.source.splitlines()
+                if l.strip().startswith("#| default_exp")), None)
+    head = next((c for c in nb.cells if c.cell_type == "markdown" and c.source.lstrip().startswith("# ")), None)
+    if exp is None or head is None: return
+    first, _, rest = head.source.lstrip().partition("\n")
+    title = first[2:].strip()
+    head.source = (f"# {exp}" if exp.endswith(title) else f"# {exp} — {title}") + ("\n" + rest if rest else "")
+
+
 def _api_index(root: Path) -> str:
     "The API index page: one autodoc section per module, linking to the notebook it is exported from."
     out = ["# API index", "", "Every module with the public names it exports (`__all__`), their signatures and docstrings. "
@@ -125,7 +137,8 @@ def stage(src: Path = SRC, runs: Path | None = None, root: Path = ROOT) -> Path:
         (src / page).write_text(relink(text, repo_path, page, targets, git_url))
     # library notebooks and the API index
     for p in libs:
-        nb = stage_notebook(nbformat.read(p, as_version=4), f"nbs/{p.name}", f"api/{p.name}", targets, git_url)
+        nb = nbformat.read(p, as_version=4); module_title(nb)
+        nb = stage_notebook(nb, f"nbs/{p.name}", f"api/{p.name}", targets, git_url)
         nbformat.write(nb, src / "api" / p.name)
     (src / "api" / "index.md").write_text(_api_index(root))
     # experiments, as the last cpu batch ran them

@@ -166,6 +166,12 @@ def test_site_has_every_page(site):
     says_not_run = [n for n in shown if docs_build.NOT_RUN in (s / "experiments" / f"{n}.html").read_text()]
     assert not says_not_run, f"experiment pages that say {docs_build.NOT_RUN!r} although a run of theirs exists: {says_not_run}"
     assert 'class="sig' in (s / "api" / "index.html").read_text(), "the API index lists no function signatures"
+    # one naming scheme in the sidebar: every library page is titled by its module's path
+    for p in (ROOT / "nbs").glob("[0-9]*.ipynb"):
+        exp = next(l.split()[-1] for c in nbformat.read(p, as_version=4).cells for l in c.source.splitlines() if l.startswith("#| default_exp"))
+        heading = next(c.source.lstrip() for c in nbformat.read(site / "_site_src" / "api" / p.name, as_version=4).cells
+                       if c.cell_type == "markdown" and c.source.lstrip().startswith("# "))
+        assert heading.splitlines()[0] == f"# {exp}" or heading.startswith(f"# {exp} — "), (p.name, heading.splitlines()[0])
 
 
 def test_pages_load_without_errors(pages):
