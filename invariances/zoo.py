@@ -195,11 +195,13 @@ MODELS = {m.name: m for m in [
     ZooModel("moco-crops", "moco", policy="default", data="synthetic-crops", label="MoCo (scene crops)", color="darkcyan",
              linestyle="--"),
     # and learning from video (Sec. 5, Tables 3 and 4): MoCo-v2 on frames of the clips (the Baseline), and Frame Temporal
-    # Invariance on pairs of frames of one clip
+    # Invariance on pairs of frames of one clip, with the regions of the renderer's tracks (Ground-Truth Tracks)
     ZooModel("video-baseline", "moco", policy="default", data="synthetic-video-frames", label="Baseline (video frames)",
              color="olive"),
     ZooModel("frame-temporal", "frame_temporal", policy="default", data="synthetic-video-pairs",
              label="Frame Temporal Invariance", color="darkgoldenrod"),
+    ZooModel("gt-tracks", "gt_tracks", policy="default", data="synthetic-video-pairs", label="Ground-Truth Tracks",
+             color="goldenrod", linestyle="--"),
 ]}
 ZOO_VERSION = 1  # bump when training code changes what a config produces; it is part of every model's key
 

@@ -1,8 +1,8 @@
-"""Worker for tests/test_train.py: a tiny MoCo-v2 (or PIRL, or Frame Temporal Invariance) run, optionally killed with SIGKILL in the middle of a step.
+"""Worker for tests/test_train.py: a tiny MoCo-v2 (or PIRL, Frame Temporal Invariance, Ground-Truth Tracks) run, optionally killed with SIGKILL in the middle of a step.
 
-python tests/_train_worker.py OUT_DIR [--kill-at-view N] [--steps S] [--threads T] [--method moco|pirl|frame_temporal]   (also run under torchrun for the DDP test)
+python tests/_train_worker.py OUT_DIR [--kill-at-view N] [--steps S] [--threads T] [--method moco|pirl|frame_temporal|gt_tracks]   (also run under torchrun for the DDP test)
 """
-import argparse, dataclasses, os, signal, sys
+import argparse, dataclasses, json, os, signal, sys
 from pathlib import Path
 
 import numpy as np, pandas as pd, torch
@@ -12,15 +12,17 @@ from invariances.policies import get_policy
 from invariances.train.moco import MocoConfig
 from invariances.train.methods import train, train_moco
 from invariances.train.pirl import PirlConfig
-from invariances.train.video import FrameTemporalConfig
+from invariances.train.video import FrameTemporalConfig, GroundTruthTracksConfig
 from invariances.train.loop import world_info
 
 
 def tiny_set(n=48, size=16):
     rng = np.random.default_rng(0)
-    # consecutive rows are the two frames of a pair (Frame Temporal Invariance); the other methods ignore the column
+    # consecutive rows are the two frames of a pair, each with one tracked object's box (the video methods); the other
+    # methods ignore the columns
     return ImageSet(rng.integers(0, 256, (n, size, size, 3), dtype=np.uint8),
-                    pd.DataFrame({"target": rng.integers(0, 4, n), "pair": np.arange(n) // 2}), "tiny")
+                    pd.DataFrame({"target": rng.integers(0, 4, n), "pair": np.arange(n) // 2,
+                                  "tracks": [json.dumps([[0, 1, 2 + i % 3, 2, 12, 12]]) for i in range(n)]}), "tiny")
 
 
 def tiny_config(steps=8, batch_size=8):
@@ -39,7 +41,7 @@ def main():
     ap.add_argument("out_dir"); ap.add_argument("--kill-at-view", type=int, default=None)
     ap.add_argument("--steps", type=int, default=8); ap.add_argument("--batch-size", type=int, default=8)
     ap.add_argument("--threads", type=int, default=1)  # 2: MoCo runs its two encoders side by side
-    ap.add_argument("--method", default="moco", choices=["moco", "pirl", "frame_temporal"])
+    ap.add_argument("--method", default="moco", choices=["moco", "pirl", "frame_temporal", "gt_tracks"])
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     calls = [0]
@@ -53,9 +55,9 @@ def main():
 
     if a.method == "moco":
         enc = train_moco(tiny_set(), tiny_config(a.steps, a.batch_size), a.out_dir, policy=policy, progress=False)
-    elif a.method == "frame_temporal":   # MoCo's tiny run with the key from the partner frame: two view calls per step
-        config = FrameTemporalConfig(**dataclasses.asdict(tiny_config(a.steps, a.batch_size)))
-        enc = train("frame_temporal", tiny_set(), config, a.out_dir, policy=policy, progress=False)
+    elif a.method in ("frame_temporal", "gt_tracks"):   # MoCo's tiny run, the key from the partner frame (and regions)
+        config = {"frame_temporal": FrameTemporalConfig, "gt_tracks": GroundTruthTracksConfig}[a.method](**dataclasses.asdict(tiny_config(a.steps, a.batch_size)))
+        enc = train(a.method, tiny_set(), config, a.out_dir, policy=policy, progress=False)
     else:   # the kill is in the image branch's views, one call per step
         enc = train("pirl", tiny_set(), tiny_pirl_config(a.steps, a.batch_size), a.out_dir, policy=policy, progress=False)
     rank, world, _ = world_info()

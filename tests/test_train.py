@@ -45,16 +45,20 @@ def test_sigkill_mid_step_then_resume_gives_identical_weights(tmp_path, threads)
 
 
 @pytest.mark.slow
-def test_frame_temporal_sigkill_mid_step_then_resume_gives_identical_weights(tmp_path):
-    "Frame Temporal Invariance as MoCo above (its partners come from the data, not the checkpoint): killed in step 6, resumed from 4, bit for bit."
+@pytest.mark.parametrize("method, kill_at", [("frame_temporal", 12), ("gt_tracks", 23)])
+def test_video_method_sigkill_mid_step_then_resume_gives_identical_weights(tmp_path, method, kill_at):
+    """The video methods as MoCo above (partners and tracks come from the data, not the checkpoint; Ground-Truth Tracks'
+    region queue is in it): killed in step 6, resumed from 4, bit for bit. View calls per step: Frame Temporal
+    Invariance 2 (view 12: the key frames' of step 6), Ground-Truth Tracks 4 (view 23: the region queries' of step 6)."""
     full, cut = tmp_path / "full", tmp_path / "cut"
-    _run(full, "--method", "frame_temporal")
-    p = _run(cut, "--method", "frame_temporal", "--kill-at-view", 12, check=False)   # two view calls per step: the key frames' of step 6
+    _run(full, "--method", method)
+    p = _run(cut, "--method", method, "--kill-at-view", kill_at, check=False)
     assert p.returncode == -9, (p.returncode, p.stderr)
     assert _method_state(cut)["step"] == 4 and not (cut / "backbone.pt").exists()
-    _run(cut, "--method", "frame_temporal")
+    _run(cut, "--method", method)
     a, b = _method_state(full), _method_state(cut)
     assert a["step"] == b["step"] == 8 and "partner" not in a["method"]
+    if method == "gt_tracks": assert "region_queue.keys" in a["method"]
     for k in a["method"]:
         assert torch.equal(a["method"][k], b["method"][k]), k
     assert [h["loss"] for h in a["history"]] == [h["loss"] for h in b["history"]]
@@ -151,18 +155,19 @@ DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])   # a GPU ma
 
 
 @pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("method", ["supervised", "moco", "byol", "simsiam", "barlow", "looc", "pirl", "frame_temporal"])
+@pytest.mark.parametrize("method", ["supervised", "moco", "byol", "simsiam", "barlow", "looc", "pirl", "frame_temporal", "gt_tracks"])
 def test_every_method_trains_two_steps_on_each_device(tmp_path, method, device):
     """Each trained method of the registry through `train` on the device's own runtime (on CUDA: bf16 autocast; split
     BatchNorm in NCHW). On an H100 this is where a CUDA generator in `fit` met the policies' CPU draws and failed."""
-    import numpy as np, pandas as pd
+    import json, numpy as np, pandas as pd
     from invariances.data.imageset import ImageSet
     from invariances.profiles import get_profile
     from invariances.runtime import Runtime
     from invariances.train.methods import method_config, train
     rng = np.random.default_rng(0)
     data = ImageSet(rng.integers(0, 256, (32, 32, 32, 3), dtype=np.uint8),
-                    pd.DataFrame({"target": rng.integers(0, 4, 32), "pair": np.arange(32) // 2}))   # pairs: Frame Temporal Invariance
+                    pd.DataFrame({"target": rng.integers(0, 4, 32), "pair": np.arange(32) // 2,   # pairs and a tracked box: the video methods
+                                  "tracks": [json.dumps([[0, 1, 4, 4, 24, 24]])] * 32}))
     config = method_config(method, get_profile("smoke"), steps=2, batch_size=16, checkpoint_every=1)
     runtime = Runtime.detect(device, measure=False)
     enc = train(method, data, config, tmp_path, runtime=runtime, progress=False)

@@ -20,7 +20,7 @@ from ..models import Encoder, save_backbone
 from ..profiles import Profile, get_profile
 from .loop import fit, init_distributed, world_info
 from .barlow import BarlowConfig, BarlowTwins
-from .video import FrameTemporal, FrameTemporalConfig
+from .video import FrameTemporal, FrameTemporalConfig, GroundTruthTracks, GroundTruthTracksConfig
 from .byol import BYOL, ByolConfig, SimSiam, SimSiamConfig
 from .looc import LooC, LoocConfig
 from .method import EncoderConfig
@@ -52,6 +52,7 @@ METHODS = {
     "looc": MethodEntry(LoocConfig, LooC),
     "pirl": MethodEntry(PirlConfig, PIRL),
     "frame_temporal": MethodEntry(FrameTemporalConfig, FrameTemporal),
+    "gt_tracks": MethodEntry(GroundTruthTracksConfig, GroundTruthTracks),
 }
 
 def get_method(name: str) -> MethodEntry:

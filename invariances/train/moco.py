@@ -93,16 +93,20 @@ class MoCo(MethodBase):
     def forward(self, x: torch.Tensor, idx: torch.Tensor | None = None, generator: torch.Generator | None = None):
         return self.contrast(*self.view_pair(x, generator, self.config.shared_augs), generator)
 
-    def contrast(self, view_q: torch.Tensor, view_k: torch.Tensor, generator: torch.Generator | None = None):
-        "MoCo-v2's loss of the queries of `view_q` against the momentum keys of `view_k` (row i of each: one positive pair)."
+    def contrast(self, view_q: torch.Tensor, view_k: torch.Tensor, generator: torch.Generator | None = None,
+                 queue: KeyQueue | None = None):
+        """MoCo-v2's loss of the queries of `view_q` against the momentum keys of `view_k` (row i of each: one positive
+        pair), the negatives from `queue` (default: the method's; a method with a second kind of pair keeps their keys
+        in a queue of their own)."""
+        queue = self.queue if queue is None else queue
         perm, inverse = batch_shuffle(len(view_k), generator, view_k.device)   # shuffled BN groups for the keys
         def queries(): return F.normalize(self.head_q(self.encoder_q(view_q)).float(), dim=1)
         @torch.no_grad()
         def keys(): return F.normalize(self.head_k(self.encoder_k(view_k[perm])).float(), dim=1)[inverse]
         q, k = run_concurrently(queries, keys, device=view_q.device)
         if self.config.queue_size:
-            loss, logits = infonce_loss(q, k, self.queue.negatives(), self.config.temperature, return_logits=True)
-            self.queue.push(all_gather_cat(k))
+            loss, logits = infonce_loss(q, k, queue.negatives(), self.config.temperature, return_logits=True)
+            queue.push(all_gather_cat(k))
             target = 0
         else:  # no queue: the other keys of the whole batch (every process) are the negatives
             offset = dist.get_rank() * len(q) if is_distributed() else 0

@@ -5,18 +5,22 @@
 # %% ../../nbs/58c_video.ipynb #9cd9ff7e
 from __future__ import annotations
 
+import contextlib, json, warnings
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 from ..data.imageset import ImageSet
+from ..ops import warp
+from ..policies import RandomResizedCrop
 from ..runtime import Runtime
 from .loop import image_batch
 from .moco import MoCo, MocoConfig
+from .momentum import KeyQueue
 
 # %% auto #0
-__all__ = ['FrameTemporalConfig', 'FrameTemporal', 'pair_partners']
+__all__ = ['FrameTemporalConfig', 'FrameTemporal', 'pair_partners', 'GroundTruthTracksConfig', 'GroundTruthTracks', 'track_boxes']
 
 # %% ../../nbs/58c_video.ipynb #f142a6aa
 @dataclass
@@ -59,3 +63,71 @@ def pair_partners(train_set: ImageSet | None) -> torch.Tensor:
     a, b = order[0::2], order[1::2]
     partner[a], partner[b] = b, a
     return torch.from_numpy(partner)
+
+# %% ../../nbs/58c_video.ipynb #f75580d2
+@dataclass
+class GroundTruthTracksConfig(FrameTemporalConfig):
+    "Frame Temporal Invariance plus the region loss on ground-truth tracks (Purushwalkam & Gupta, supplement Algorithm 1)."
+    region_weight: float = 0.5         # w: the region loss's share (the paper's 0.5 / 0.5)
+    region_context: float = 0.1        # each side of a box widened by this fraction of its size before the crop
+
+    def __post_init__(self):
+        super().__post_init__()
+        if not 0 <= self.region_weight <= 1: raise ValueError(f"GroundTruthTracksConfig.region_weight must be in [0, 1], got {self.region_weight}")
+        if self.region_context < 0: raise ValueError(f"GroundTruthTracksConfig.region_context must be >= 0, got {self.region_context}")
+
+class GroundTruthTracks(FrameTemporal):
+    "Frame Temporal Invariance with a second loss on the regions of objects tracked from one frame of a pair to the other."
+    config_class = GroundTruthTracksConfig
+
+    def __init__(self, config: GroundTruthTracksConfig, policy=None, partner: torch.Tensor | None = None,
+                 boxes: torch.Tensor | None = None):
+        super().__init__(config, policy, partner)
+        if boxes is None: raise ValueError("Ground-Truth Tracks needs each pair's tracked boxes: build it with a train_set of frame pairs with `tracks`")
+        self.boxes = boxes                       # (N, M, 2, 4): per row, up to M objects' boxes in it and in its partner
+        with self.seeded(): self.region_queue = KeyQueue(config.queue_size, config.proj_dim)
+
+    @classmethod
+    def build(cls, config: GroundTruthTracksConfig, train_set: ImageSet | None = None, policy=None) -> "GroundTruthTracks":
+        partner = pair_partners(train_set)
+        return cls(config, policy, partner, track_boxes(train_set, partner, config.region_context))
+
+    def forward(self, x: torch.Tensor, idx: torch.Tensor | None = None, generator: torch.Generator | None = None):
+        n = len(x) // 2
+        loss_frames, logs = self.contrast(self.views(x[:n], generator), self.views(x[n:], generator), generator)
+        boxes = self.boxes[idx.cpu()]                                       # (B, M, 2, 4), NaN where no object
+        present = ~boxes[..., 0, 0].isnan()
+        pick = (torch.rand(n, generator=generator) * present.sum(1)).long()  # one track per pair, uniformly
+        chosen = boxes[torch.arange(n), pick]                                # (B, 2, 4): tracks fill the first slots
+        size = self.config.image_size
+        crop = lambda frames, box: warp(frames, RandomResizedCrop.matrix(None, {"box": box.to(frames.device, frames.dtype)}), size)
+        regions_q, regions_k = crop(x[:n], chosen[:, 0]), crop(x[n:], chosen[:, 1])
+        # fp32 on a CPU: under bf16 autocast the weights' gradients from the frame and the region branches came out
+        # different from run to run with two threads (this host, torch 2.14.1; each branch alone is exact), so the region
+        # branch reads the fp32 weights, not autocast's shared bf16 copies
+        with torch.autocast("cpu", enabled=False) if x.device.type == "cpu" else contextlib.nullcontext():
+            loss_regions, region_logs = self.contrast(self.views(regions_q.float(), generator), self.views(regions_k.float(), generator),
+                                                      generator, self.region_queue)
+        w = self.config.region_weight
+        return (1 - w) * loss_frames + w * loss_regions, {"acc": logs["acc"], "region_acc": region_logs["acc"]}
+
+def track_boxes(train_set: ImageSet, partner: torch.Tensor, context: float = 0.1) -> torch.Tensor:
+    """For each row of a set of frame pairs, the boxes `(top, left, height, width)` (fractions of the frame, widened by
+    `context` per side and clipped) of every object in both it and its partner: `(N, M, 2, 4)`, NaN-padded; a row whose
+    pair shares no object gets the whole frames (counted in a warning)."""
+    if "tracks" not in train_set.meta: raise ValueError(f"{train_set.name!r}: Ground-Truth Tracks needs a `tracks` column (boxes per object per frame)")
+    H, W = train_set.images.shape[1:3]
+    per_row = [{t[0]: t[2:] for t in json.loads(v)} for v in train_set.meta["tracks"]]
+    common = [sorted(set(a) & set(per_row[p])) for a, p in zip(per_row, partner.tolist())]
+    M = max(1, max(map(len, common)))
+    out = torch.full((len(per_row), M, 2, 4), float("nan"))
+    def frac(b):
+        x0, y0, x1, y1 = b; dx, dy = (x1 - x0) * context, (y1 - y0) * context
+        x0, y0, x1, y1 = max(0.0, x0 - dx), max(0.0, y0 - dy), min(float(W), x1 + dx), min(float(H), y1 + dy)
+        return [y0 / H, x0 / W, (y1 - y0) / H, (x1 - x0) / W]
+    lonely = 0
+    for r, (objs, p) in enumerate(zip(common, partner.tolist())):
+        if not objs: lonely += 1; out[r, 0] = torch.tensor([[0.0, 0.0, 1.0, 1.0]] * 2); continue
+        for j, m in enumerate(objs): out[r, j] = torch.tensor([frac(per_row[r][m]), frac(per_row[p][m])])
+    if lonely: warnings.warn(f"{train_set.name}: {lonely} of {len(per_row)} frames share no object with their partner: their region pair is the whole frames", stacklevel=2)
+    return out
