@@ -183,7 +183,9 @@ def svm_map(train_features, train_labels, test_features, test_labels, costs: Seq
     sweeps = [(xtr, t, xte, costs, int(folds), seed) for t in targets]
     if jobs > 1:
         import joblib
-        out = joblib.Parallel(n_jobs=jobs, backend="loky")(joblib.delayed(_svm_class)(*a) for a in sweeps)
+        # max_nbytes=None: the features go to the workers by pickle (a few MB), not as memory maps in /dev/shm that a
+        # notebook's kernel leaves behind at exit (joblib's resource tracker warns of them)
+        out = joblib.Parallel(n_jobs=jobs, backend="loky", max_nbytes=None)(joblib.delayed(_svm_class)(*a) for a in sweeps)
     else: out = [_svm_class(*a) for a in sweeps]
     cv_ap, chosen = np.stack([o[0] for o in out]), np.array([o[1] for o in out])
     aps, chance = np.zeros(C), np.zeros(C)
