@@ -533,7 +533,7 @@ def _every_model_step(run: RunSpec, settings: dict, encoders: dict, p: Profile, 
     from invariances.metrics.ris import representation_invariance_score
     from invariances.transforms import TRANSFORMS, get_transform
     traj = trajectory_set("viewpoint", 2, 8, p.image_size, seed=settings["seed"], split="test", verify=False)
-    kinds = {get_transform(t).kind: t for t in reversed(TRANSFORMS)}          # the first transform of each family
+    kinds = {k: next(t for t in TRANSFORMS if get_transform(t).kind == k) for k in ("spatial", "appearance")}   # each family's first
     images = zoo.dataset(p, "test", 2, settings["data_root"], seed=settings["seed"])
     reference = zoo.dataset(p, "val", 4, settings["data_root"], seed=settings["seed"])
     for enc in encoders.values():
