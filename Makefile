@@ -18,9 +18,11 @@ $(STAMP):
 	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] >= (3, 11), f"Python 3.11+ needed, found {sys.version.split()[0]} at {sys.executable}"'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	# OpenCV's plain build and its contrib build (region proposals: cv2.ximgproc) both install cv2: only contrib may stay
+	$(BIN)/python -m pip uninstall --quiet --yes opencv-python-headless opencv-python 2>/dev/null || true
 	$(BIN)/python -m pip install --quiet -e ".[dev]"
 	# test-only: the ImageNet-C authors' packaged corruptions, the reference tests/test_corruptions.py checks ours against;
-	# without its declared opencv-python (a GUI build that needs libGL): the dev extras' headless build provides cv2
+	# without its declared opencv-python (a GUI build that needs libGL): the library's opencv-contrib-python-headless provides cv2
 	$(BIN)/python -m pip install --quiet --no-deps imagecorruptions==1.1.2
 	rm -f $(VENV)/.installed-*
 	touch $@

@@ -21,7 +21,7 @@ from .runtime import Runtime
 from .data.imageset import ImageSet
 
 # %% auto #0
-__all__ = ['POOLS', 'Features', 'layer_names', 'pool_features', 'extract_features']
+__all__ = ['POOLS', 'Features', 'layer_names', 'pool_features', 'extract_features', 'extract_maps']
 
 # %% ../nbs/31_features.ipynb #9bc6bc86
 @dataclass
@@ -207,3 +207,21 @@ def extract_features(model: nn.Module, images, layer: str | nn.Module | None = N
             "transform": getattr(transform, "__name__", type(transform).__name__) if transform is not None else None,
             **runtime.describe()}
     return Features(arr, pd.concat(metas, ignore_index=True), info)
+
+# %% ../nbs/31_features.ipynb #739c148f
+def extract_maps(model: nn.Module, images, layer: str | nn.Module, batch_size: int = 256,
+                 transform: Callable[[torch.Tensor], torch.Tensor] | None = None, input_norm: bool | tuple = False,
+                 runtime: Runtime | None = None, progress: bool = False) -> torch.Tensor:
+    "The unpooled output `(N, C, h, w)` (float32, on the CPU) of `layer` of `model` for every image of `images`."
+    target = _find_layer(model, layer)
+    if target is None: raise ValueError("extract_maps needs a layer (its output is the map)")
+    first = images.subset(np.arange(1)) if isinstance(images, ImageSet) else None
+    if first is None: raise TypeError(f"extract_maps takes an ImageSet, got {type(images).__name__}")
+    shape = {}
+    def probe(module, inputs, output): shape["map"] = tuple((output[0] if isinstance(output, (tuple, list)) else output).shape[1:])
+    handle = target.register_forward_hook(probe)     # returns None: the output is left as it is
+    try: extract_features(model, first, layer, pool="flatten", transform=transform, input_norm=input_norm, runtime=runtime, progress=False)
+    finally: handle.remove()
+    flat = extract_features(model, images, layer, batch_size, pool="flatten", transform=transform, input_norm=input_norm,
+                            runtime=runtime, progress=progress).features
+    return torch.from_numpy(np.ascontiguousarray(flat)).view(len(flat), *shape["map"])

@@ -32,8 +32,8 @@ __all__ = ['CLAIM_KEYS', 'OPTIONAL_CLAIM_KEYS', 'RUN_STATUSES', 'USABLE', 'REBUI
 
 # %% ../nbs/81_report.ipynb #a5a5a0ab
 CLAIM_KEYS = {"id", "paper", "quote", "rule", "run", "table", "check", "rows", "columns", "expect",
-              "order", "at_least", "hedge", "marks"}
-OPTIONAL_CLAIM_KEYS = {"order", "at_least", "hedge", "marks"}
+              "order", "at_least", "hedge", "marks", "within"}
+OPTIONAL_CLAIM_KEYS = {"order", "at_least", "hedge", "marks", "within"}
 
 @dataclass
 class Claim:
@@ -43,7 +43,7 @@ class Claim:
     rule: str                    # in words: what a column must show, how many columns are needed ("N of M") and why
     run: str
     table: str
-    check: str                   # best | between
+    check: str                   # best | between | within
     rows: list
     columns: list
     expect: str
@@ -51,6 +51,7 @@ class Claim:
     at_least: int | None = None  # columns needed; None: all of them
     hedge: str | None = None     # the quote's hedging words ("tends to"): the threshold is the paper's count less one
     marks: str | None = None     # the run's table of significance marks: a column counts only where `expect` is marked
+    within: float | None = None  # check within: the largest gap between `expect` and each other row that counts as close
 
     @property
     def needed(self) -> int: return len(self.columns) if self.at_least is None else int(self.at_least)
@@ -68,7 +69,11 @@ def load_claims(path: str | os.PathLike) -> list[Claim]:
             hint = (" (`require` and `higher_is_better` are now `at_least` and `order`)"
                     if unknown & {"require", "higher_is_better"} else "")
             raise ValueError(f"{where}: missing keys {sorted(missing)}, unknown keys {sorted(unknown)}{hint}")
-        if c["check"] not in ("best", "between"): raise ValueError(f"{where}: unknown check {c['check']!r} (best, between)")
+        if c["check"] not in ("best", "between", "within"): raise ValueError(f"{where}: unknown check {c['check']!r} (best, between, within)")
+        if (c["check"] == "within") != ("within" in c):
+            raise ValueError(f"{where}: check within needs `within` (the largest gap that counts as close), and only it takes one")
+        if "within" in c and (isinstance(c["within"], bool) or not isinstance(c["within"], (int, float)) or not c["within"] > 0):
+            raise ValueError(f"{where}: within must be a positive number, got {c['within']!r}")
         if c.get("order", "highest") not in ("highest", "lowest"):
             raise ValueError(f"{where}: order must be highest or lowest, got {c['order']!r}")
         if c["expect"] not in c["rows"]: raise ValueError(f"{where}: expect {c['expect']!r} is not among rows {c['rows']}")
@@ -134,9 +139,10 @@ def check_claim(claim: Claim, table: pd.DataFrame | None, marks: pd.DataFrame | 
     for col in claim.columns:
         x = v[col]
         if claim.check == "best": point[col] = bool(x[claim.expect] == x.max() and (x == x.max()).sum() == 1)
-        else:
+        elif claim.check == "between":
             others = x.drop(claim.expect)
             point[col] = bool(others.min() <= x[claim.expect] <= others.max())
+        else: point[col] = bool((x.drop(claim.expect) - x[claim.expect]).abs().max() <= claim.within)
     passed = {c: ok and bool(marked.loc[claim.expect, c]) for c, ok in point.items()} if claim.marks else dict(point)
     r = ClaimResult(claim, None, passed, point)
     r.held = r.count >= claim.needed

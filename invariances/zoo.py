@@ -23,38 +23,39 @@ from .models import CheckpointError, Encoder, load_backbone, read_checkpoint
 from .profiles import Profile, get_profile
 from .train.loop import CHECKPOINT, init_distributed, world_info
 from .train.methods import SNAPSHOT_DIR, SNAPSHOT_FRACTIONS, get_method, method_config, snapshot_step, snapshot_steps, train
+from .train.tracking import TrackingConfig, region_tracks
 
 # %% auto #0
-__all__ = ['VIDEO_CLIP', 'DATA', 'REAL_FOLDERS', 'MODELS', 'ZOO_VERSION', 'FUSIONS', 'MODEL_FILES', 'SNAPSHOTS', 'dataset',
-           'data_identity', 'ZooModel', 'get_model', 'labels', 'model_config', 'model_key', 'model_dir', 'Fusion',
-           'fusion_parts', 'instance', 'parse_instance', 'get', 'training_estimate', 'is_cached', 'weights_digest',
-           'training_record', 'snapshots', 'snapshot_record']
+__all__ = ['VIDEO_CLIP', 'TRACKER', 'TRACKING', 'DATA', 'REAL_FOLDERS', 'MODELS', 'ZOO_VERSION', 'FUSIONS', 'MODEL_FILES',
+           'SNAPSHOTS', 'dataset', 'data_identity', 'ZooModel', 'get_model', 'labels', 'model_config', 'model_key',
+           'model_dir', 'Fusion', 'fusion_parts', 'instance', 'parse_instance', 'get', 'training_estimate', 'is_cached',
+           'weights_digest', 'training_record', 'snapshots', 'snapshot_record']
 
 # %% ../nbs/60_zoo.ipynb #ac3d997a
-def _synthetic_objects(split, n, size, root):
+def _synthetic_objects(split, n, p, root):
     from invariances.data.synthetic import object_set
-    return object_set(n=n or 20_000, size=size, split=split)
+    return object_set(n=n or 20_000, size=p.image_size, split=split)
 
 # Real datasets have no labelled test split: held-out images come from `val`, for both the transformed images and
 # the reference statistics, as in Ericsson et al. (1,000 images and the statistics, all from ImageNet val).
-def _tiny_imagenet(split, n, size, root):
+def _tiny_imagenet(split, n, p, root):
     from invariances.data.classification import load_tiny_imagenet
-    return load_tiny_imagenet(data_root(root, required=True), split="train" if split == "train" else "val", size=size)
+    return load_tiny_imagenet(data_root(root, required=True), split="train" if split == "train" else "val", size=p.image_size)
 
-def _imagenet(split, n, size, root):
+def _imagenet(split, n, p, root):
     from invariances.data.classification import load_imagenet
-    return load_imagenet(data_root(root, required=True), split="train" if split == "train" else "val", size=size)
+    return load_imagenet(data_root(root, required=True), split="train" if split == "train" else "val", size=p.image_size)
 
 # Purushwalkam & Gupta's dataset bias (Table 2): scenes of two to five objects, tables and chairs keeping company as in
 # MS-COCO (`SCENE_COOCCURRENCE`), and the objects cropped out of such scenes (MS-COCO Boxes), as many crops as asked
-def _synthetic_scenes(split, n, size, root):
+def _synthetic_scenes(split, n, p, root):
     from invariances.data.synthetic import SCENE_COOCCURRENCE, scene_set
-    return scene_set(n=n or 5_000, size=size, split=split, **SCENE_COOCCURRENCE)
+    return scene_set(n=n or 5_000, size=p.image_size, split=split, **SCENE_COOCCURRENCE)
 
-def _synthetic_crops(split, n, size, root):
+def _synthetic_crops(split, n, p, root):
     from invariances.data.synthetic import SCENE_COOCCURRENCE, cropped_boxes_set
     n = n or 5_000
-    s = cropped_boxes_set(n_scenes=math.ceil(n / 2), size=size, split=split, **SCENE_COOCCURRENCE)
+    s = cropped_boxes_set(n_scenes=math.ceil(n / 2), size=p.image_size, split=split, **SCENE_COOCCURRENCE)
     if len(s) < n: raise ValueError(f"synthetic-crops: {math.ceil(n / 2)} scenes hold {len(s)} crops, fewer than the {n} asked for")
     return s.subset(np.arange(n))
 
@@ -65,20 +66,35 @@ def _synthetic_crops(split, n, size, root):
 # uniformly spaced, as the paper's does per video.
 VIDEO_CLIP = {"frames": 16, "gap": 4, "baseline_frames": 3}
 
-def _synthetic_videos(split, n, size, root):
+def _synthetic_videos(split, n, p, root):
     from invariances.data.synthetic import video_set
-    return video_set(n_videos=max(1, (n or 20_000) // VIDEO_CLIP["frames"]), n_frames=VIDEO_CLIP["frames"], size=size, split=split)
+    return video_set(n_videos=max(1, (n or 20_000) // VIDEO_CLIP["frames"]), n_frames=VIDEO_CLIP["frames"], size=p.image_size, split=split)
 
-def _synthetic_video_frames(split, n, size, root):
+def _synthetic_video_frames(split, n, p, root):
     from invariances.data.imageset import video_frames
-    return video_frames(_synthetic_videos(split, n, size, root), VIDEO_CLIP["baseline_frames"])
+    return video_frames(_synthetic_videos(split, n, p, root), VIDEO_CLIP["baseline_frames"])
 
-def _synthetic_video_pairs(split, n, size, root):
+def _synthetic_video_pairs(split, n, p, root):
     from invariances.data.imageset import frame_pairs
-    return frame_pairs(_synthetic_videos(split, n, size, root), VIDEO_CLIP["gap"])
+    return frame_pairs(_synthetic_videos(split, n, p, root), VIDEO_CLIP["gap"])
+
+# The Region Tracker's pairs (Sec. 5): the same frame pairs, each with the tracks `train.tracking.region_tracks` found
+# from its first frame to its second with the features of the Baseline (`TRACKER` at seed 0, trained first if need
+# be) and the settings `TRACKING`; kept in the store, keyed by the clips, that model and those settings.
+TRACKER, TRACKING = "video-baseline", TrackingConfig()
+
+def _synthetic_video_region_tracks(split, n, p, root):
+    folder = cache_dir("tracks", f"{p.name}-{split}-" + config_key(_tracks_identity(p, root) | {"split": split, "n": n}))
+    videos = _synthetic_videos(split, n, p, root)
+    tracker = lambda: get(TRACKER, p, 0, root, progress=False)       # loaded (or trained) only if the tracks are not in the store
+    return region_tracks(videos, tracker, VIDEO_CLIP["gap"], TRACKING, cache=folder)
+
+def _tracks_identity(p: Profile, root) -> dict:
+    return {"tracker": f"{TRACKER}-{p.name}-s0-{model_key(TRACKER, p, 0, root)}", "tracking": TRACKING.identity()}
 
 DATA = {"synthetic-objects": _synthetic_objects, "synthetic-scenes": _synthetic_scenes, "synthetic-crops": _synthetic_crops,
         "synthetic-video-frames": _synthetic_video_frames, "synthetic-video-pairs": _synthetic_video_pairs,
+        "synthetic-video-region-tracks": _synthetic_video_region_tracks,
         "tiny-imagenet": _tiny_imagenet, "imagenet": _imagenet}
 REAL_FOLDERS = {"tiny-imagenet": "tiny-imagenet-200", "imagenet": "imagenet"}
 
@@ -91,7 +107,7 @@ def dataset(profile: str | Profile, split: str = "train", n: int | None = None, 
             data: str | None = None) -> ImageSet:
     "The `split` of `data` (default: the profile's data) at the profile's image size (`n` images drawn with `seed`, all if None)."
     p = get_profile(profile)
-    s = DATA[_data_name(p, data)](split, n, p.image_size, root)
+    s = DATA[_data_name(p, data)](split, n, p, root)
     if n is not None and n < len(s):
         s = s.subset(np.sort(np.random.default_rng(seed).choice(len(s), n, replace=False)))
     return s
@@ -107,7 +123,8 @@ def data_identity(profile: str | Profile, root=None, data: str | None = None) ->
     from invariances.data.synthetic import SCENE_COOCCURRENCE
     scenes = {"cooccur": list(SCENE_COOCCURRENCE["cooccur"]), "cooccur_p": SCENE_COOCCURRENCE["cooccur_p"]}
     return ({"data": name, "renderer": RENDERER_VERSION} | (scenes if name in ("synthetic-scenes", "synthetic-crops") else {})
-            | ({"clip": dict(VIDEO_CLIP)} if name.startswith("synthetic-video") else {}))
+            | ({"clip": dict(VIDEO_CLIP)} if name.startswith("synthetic-video") else {})
+            | (_tracks_identity(p, root) if name == "synthetic-video-region-tracks" else {}))
 
 _TREE_DIGESTS = {}
 def _cached_tree_digest(folder: Path):
@@ -195,13 +212,16 @@ MODELS = {m.name: m for m in [
     ZooModel("moco-crops", "moco", policy="default", data="synthetic-crops", label="MoCo (scene crops)", color="darkcyan",
              linestyle="--"),
     # and learning from video (Sec. 5, Tables 3 and 4): MoCo-v2 on frames of the clips (the Baseline), and Frame Temporal
-    # Invariance on pairs of frames of one clip, with the regions of the renderer's tracks (Ground-Truth Tracks)
+    # Invariance on pairs of frames of one clip, with the regions of the renderer's tracks (Ground-Truth Tracks) or of the
+    # tracks found by selective search and the Baseline's features (the Region Tracker: the same method, other tracks)
     ZooModel("video-baseline", "moco", policy="default", data="synthetic-video-frames", label="Baseline (video frames)",
              color="olive"),
     ZooModel("frame-temporal", "frame_temporal", policy="default", data="synthetic-video-pairs",
              label="Frame Temporal Invariance", color="darkgoldenrod"),
     ZooModel("gt-tracks", "gt_tracks", policy="default", data="synthetic-video-pairs", label="Ground-Truth Tracks",
              color="goldenrod", linestyle="--"),
+    ZooModel("region-tracker", "gt_tracks", policy="default", data="synthetic-video-region-tracks", label="Region Tracker",
+             color="darkorange"),
 ]}
 ZOO_VERSION = 1  # bump when training code changes what a config produces; it is part of every model's key
 

@@ -18,6 +18,8 @@ COMPARISONS = yaml.safe_load((ROOT / "repro" / "comparisons.yaml").read_text())
 # the papers' text (not part of the repository): $INVARIANCES_PAPERS, or shared/papers beside the clone
 PAPERS = Path(os.environ.get("INVARIANCES_PAPERS") or ROOT.parent / "shared" / "papers")
 PAPER_TEXT = {"Ericsson et al. 2022": "ericsson-gouk-hospedales-2022-why-transfer.md", "Xiao et al. 2021": "xiao-et-al-2021-looc.md",
+              # the first key that starts the claim's `paper` names its text: the supplement before the main text
+              "Purushwalkam & Gupta 2020, supplementary": "purushwalkam-gupta-2020-demystifying-supplement.md",
               "Purushwalkam & Gupta 2020": "purushwalkam-gupta-2020-demystifying.md"}
 
 

@@ -5,6 +5,7 @@
 # %% ../../nbs/72_tasks.ipynb #3ade02ba
 from __future__ import annotations
 
+import math, warnings
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
@@ -21,7 +22,8 @@ from .readouts import few_shot_accuracy
 # %% auto #0
 __all__ = ['DOWNSTREAM_TASKS', 'FACTORS', 'RENDERED_FACTORS', 'FACTOR_FAMILY', 'TRANSFER_TASKS', 'TASK_FAMILY', 'TASK_DATA',
            'DownstreamTask', 'few_shot', 'downstream_task', 'factor_task', 'transfer_task', 'transfer_tasks',
-           'task_readout', 'TransferTable', 'transfer_table', 'rotated', 'corrupted_sets', 'looc_transfer_row']
+           'task_readout', 'TransferTable', 'transfer_table', 'scene_sets', 'scene_labels', 'scene_readouts', 'rotated',
+           'corrupted_sets', 'looc_transfer_row']
 
 # %% ../../nbs/72_tasks.ipynb #88030280
 @dataclass
@@ -228,6 +230,51 @@ def transfer_table(tasks: Mapping[str, DownstreamTask], features: Mapping[str, M
         if cols: score[column] = score[cols].mean(1)
     score["avg"] = score[list(tasks)].mean(1)
     return TransferTable(score, std, fits)
+
+# %% ../../nbs/72_tasks.ipynb #e3881bc4
+def scene_sets(profile, n_train: int, n_test: int, seed: int = 0, root=None) -> dict[str, ImageSet]:
+    "The readout sets of Purushwalkam & Gupta's Tables 2 and 3 at `profile`: `scenes`, `crops` and `objects`, each `train` and `test`."
+    from invariances import zoo
+    from invariances.data.synthetic import SCENE_COOCCURRENCE, cropped_boxes_set, scene_set
+    p = zoo.get_profile(profile); size = p.image_size
+    def scenes(n, split): return scene_set(n, size, seed=seed + 21, split=split, **SCENE_COOCCURRENCE)
+    def crops(n, split):
+        c = cropped_boxes_set(math.ceil(n / 2), size, seed=seed + 22, split=split, **SCENE_COOCCURRENCE)
+        if len(c) < n: raise ValueError(f"{math.ceil(n / 2)} scenes hold {len(c)} crops, fewer than n={n}")
+        return c.subset(np.arange(n))
+    return {"scenes train": scenes(n_train, "val"), "scenes test": scenes(n_test, "test"),
+            "crops train": crops(n_train, "val"), "crops test": crops(n_test, "test"),
+            "objects train": zoo.dataset(p, "train", n_train, root, seed=seed + 11),
+            "objects test": zoo.dataset(p, "test", n_test, root, seed=seed + 12)}
+
+def scene_labels(s: ImageSet) -> np.ndarray:
+    "The multi-label targets of rendered scenes: `(N, len(CATEGORIES))`, 1 where the scene shows the category."
+    from invariances.data.render import CATEGORIES
+    return np.stack([s.meta[f"has_{c}"].to_numpy() for c in CATEGORIES], 1).astype(int)
+
+def scene_readouts(features: Mapping[str, Mapping[str, np.ndarray]], sets: Mapping[str, ImageSet], costs: Sequence[float],
+                   wds: Sequence[float], folds: int = 5, max_iter: int = 1000, seed: int = 0) -> tuple[pd.DataFrame, list[str]]:
+    """Per model (the keys of `features[set name]`): SVM mean AP on the scenes (multi-label) and on the crops (one-vs-rest
+    over their categories), each with its chance level, and top-1 of a softmax readout on the objects. SVM costs `costs`
+    chosen by 3-fold CV average precision (Goyal et al.); the softmax's L2 strengths `wds` by `folds`-fold CV. Returns
+    the table and the categories left out of the scenes' mean AP (absent from the training or the held-out scenes)."""
+    from invariances.data.render import CATEGORIES
+    from invariances.evaluation.readouts import svm_map
+    y_tr, y_te = scene_labels(sets["scenes train"]), scene_labels(sets["scenes test"])
+    kept = (y_tr.sum(0) > 0) & (y_te.sum(0) > 0)
+    dropped = [c for c, k in zip(CATEGORIES, kept) if not k]
+    if dropped: warnings.warn(f"scene readout: categories {dropped} never occur in the training or the test scenes; mean AP over the other {kept.sum()}", stacklevel=2)
+    target = lambda name: sets[name].meta.target.to_numpy()
+    rows = []
+    for m in features["scenes train"]:
+        f = {name: features[name][m] for name in features}
+        scenes_r = svm_map(f["scenes train"], y_tr[:, kept], f["scenes test"], y_te[:, kept], costs=costs, folds=3, seed=seed)
+        crops_r = svm_map(f["crops train"], target("crops train"), f["crops test"], target("crops test"), costs=costs, folds=3, seed=seed)
+        obj = topk_readout(f["objects train"], target("objects train"), f["objects test"], target("objects test"),
+                           ks=(1,), wds=wds, folds=folds, seed=seed, max_iter=max_iter)
+        rows.append({"model": m, "scenes_map": scenes_r.map, "crops_map": crops_r.map, "objects_top1": obj["top1"],
+                     "scenes_chance": scenes_r.chance, "crops_chance": crops_r.chance})
+    return pd.DataFrame(rows).set_index("model"), dropped
 
 # %% ../../nbs/72_tasks.ipynb #b7d2e002
 def rotated(s: ImageSet, seed: int = 0) -> ImageSet:

@@ -1,0 +1,71 @@
+"""The Region Tracker's costs (Purushwalkam & Gupta, supplement B) at the `cpu` profile's scale, in one run:
+
+    PYTHONPATH=. python bench/bench_tracking.py [--clips 100] [--steps 6] [--threads 2]
+
+  * proposals per second: selective search (OpenCV contrib, fast mode) on rendered 48-px frames enlarged 2x, as
+    `train.tracking.TrackingConfig` makes them, in one process and in two (the zoo uses every core; the worker pool is
+    started before the timing, as it is once per set in the zoo);
+  * the tracking pass per frame: the tracking model's layer3 on the enlarged frames, ROI-align in every proposal, the
+    matches of consecutive frames and the track scores (`region_tracks` on all the clips less their proposals' time);
+  * a Region Tracker training step (Ground-Truth Tracks' method, `gt_tracks`, on the pairs' tracks) as a ratio to a
+    MoCo-v2 step (the Baseline's: `video-baseline`) on the same batch size, both with the zoo's `cpu` configs,
+    alternating step by step; beside it a Frame Temporal Invariance step (the Region Tracker without its region loss).
+    Target: at most 1.5x (the issue's; region features from the frame's forward). CPU time x threads and wall.
+"""
+import argparse, time
+import numpy as np
+import torch
+
+from _timing import alternating_medians
+from invariances import zoo
+from invariances.data.synthetic import video_set
+from invariances.models import Encoder
+from invariances.runtime import Runtime
+from invariances.train.loop import _make_optimizer
+from invariances.train.methods import get_method
+from invariances.train.tracking import TrackingConfig, region_tracks, selective_search
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--clips", type=int, default=100); ap.add_argument("--steps", type=int, default=6); ap.add_argument("--threads", type=int, default=2)
+    a = ap.parse_args(); torch.set_num_threads(a.threads)
+    p = zoo.get_profile("cpu"); cfg = TrackingConfig()
+    clips = video_set(n_videos=a.clips, n_frames=zoo.VIDEO_CLIP["frames"], size=p.image_size, split="test")
+    print(f"{a.clips} rendered clips of {zoo.VIDEO_CLIP['frames']} frames at {p.image_size} px, proposals on frames enlarged {cfg.upscale}x")
+    timed = clips.images[:16 * zoo.VIDEO_CLIP["frames"]]                  # 16 clips' frames for the rates
+    selective_search(timed[:64], cfg.top, cfg.upscale, n_jobs=2)           # start the worker pool
+    rate = {}
+    for jobs in (1, 2):
+        t = time.perf_counter(); props = selective_search(timed, cfg.top, cfg.upscale, n_jobs=jobs); rate[jobs] = len(timed) / (time.perf_counter() - t)
+        print(f"  proposals, {jobs} process(es): {rate[jobs]:.1f} frames/s ({np.mean([len(b) for b in props]):.0f} proposals a frame)")
+    torch.manual_seed(0)
+    tracker = Encoder(zoo.model_config("video-baseline", p).backbone).eval()
+    t = time.perf_counter(); pairs = region_tracks(clips, tracker, zoo.VIDEO_CLIP["gap"], cfg, n_jobs=2); total = time.perf_counter() - t
+    frames = len(clips) * (zoo.VIDEO_CLIP["frames"] - 3) // zoo.VIDEO_CLIP["frames"]   # frames 0..12 of each clip carry tracks
+    print(f"  region_tracks: {1000 * total / frames:.1f} ms a frame, of which the tracking pass (features, matches, scores) "
+          f"{1000 * (total / frames - 1 / rate[2]):.1f} ms and the proposals {1000 / rate[2]:.1f} ms")
+
+    runtime = Runtime.detect()
+    built = {}
+    for label, name, data in (("moco", "video-baseline", None), ("frame-temporal", "frame-temporal", None), ("region-tracker", "region-tracker", pairs)):
+        m = zoo.get_model(name); config = zoo.model_config(name, p)
+        train_set = data if data is not None else (pairs if m.method != "moco" else clips)
+        built[label] = (runtime.model(get_method(m.method).method.build(config, train_set)).train(), train_set, config)
+    batch = built["moco"][2].batch_size
+    gen = torch.Generator().manual_seed(0)
+    def step(label):
+        method, train_set, config = built[label]; opt = _make_optimizer(method, config)
+        def run():
+            idx = torch.randperm(len(train_set) if label == "moco" else len(train_set) // 2, generator=gen)[:batch]
+            if label != "moco": idx = 2 * idx          # the first frame of each pair: its partner is loaded with it
+            x = method.batch(train_set, idx, runtime)
+            with runtime.autocast(): loss, _ = method(x, idx, gen)
+            opt.zero_grad(set_to_none=True); loss.backward(); opt.step(); method.after_step()
+        return run
+    med, medw = alternating_medians({k: step(k) for k in built}, a.steps)
+    print(f"training steps: runtime {runtime.path}, {a.threads} threads, batch {batch}, median of {a.steps} (CPU s x threads; wall s)")
+    for k in built: print(f"  {k:15s} {med[k]:.3f} ({medw[k]:.3f})")
+    for k in ("frame-temporal", "region-tracker"):
+        print(f"{k} / moco: {med[k] / med['moco']:.2f} CPU ({medw[k] / medw['moco']:.2f} wall)" + ("; target <= 1.5" if k == "region-tracker" else ""))
+
+if __name__ == "__main__": main()
