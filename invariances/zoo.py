@@ -84,7 +84,8 @@ def _synthetic_video_pairs(split, n, p, root):
 TRACKER, TRACKING = "video-baseline", TrackingConfig()
 
 def _synthetic_video_region_tracks(split, n, p, root):
-    folder = cache_dir("tracks", f"{p.name}-{split}-" + config_key(_tracks_identity(p, root) | {"split": split, "n": n}))
+    clips = data_identity(p, root, "synthetic-video-pairs")         # the renderer's version and the clips' shape
+    folder = cache_dir("tracks", f"{p.name}-{split}-" + config_key(clips | _tracks_identity(p, root) | {"split": split, "n": n}))
     videos = _synthetic_videos(split, n, p, root)
     tracker = lambda: get(TRACKER, p, 0, root, progress=False)       # loaded (or trained) only if the tracks are not in the store
     return region_tracks(videos, tracker, VIDEO_CLIP["gap"], TRACKING, cache=folder)
