@@ -45,6 +45,8 @@ class Chromium:
         self.ws = websocket.create_connection(page["webSocketDebuggerUrl"], timeout=60, suppress_origin=True)
         self.next_id, self.events = 0, []
         for domain in ("Page", "Runtime", "Log"): self.call(f"{domain}.enable")
+        # a laptop's window, so that "fits the page" means what a reader sees (headless Chromium defaults to 800 x 600)
+        self.call("Emulation.setDeviceMetricsOverride", width=1280, height=900, deviceScaleFactor=1, mobile=False)
 
     def call(self, method: str, **params):
         self.next_id += 1; my = self.next_id
@@ -81,7 +83,9 @@ class Chromium:
         page = self.evaluate("""({
             images: [...document.images].map(i => ({src: i.currentSrc || i.src, complete: i.complete, width: i.naturalWidth})),
             links: [...document.querySelectorAll('a[href]')].map(a => a.href),
-            anchors: [...document.querySelectorAll('[id], a[name]')].map(e => e.id || e.name)})""")
+            anchors: [...document.querySelectorAll('[id], a[name]')].map(e => e.id || e.name),
+            wide: [...document.querySelectorAll('pre')].filter(p => p.scrollWidth > p.clientWidth + 1)
+                      .map(p => p.textContent.split('\\n')[0].slice(0, 80))})""")
         errors = []
         for e in self.events:
             p = e["params"]
@@ -179,6 +183,13 @@ def test_pages_load_without_errors(pages):
     assert not bad, f"pages with console errors or failed loads: {json.dumps(bad, indent=1)[:4000]}"
 
 
+def test_the_architecture_diagram_fits_the_page(pages):
+    """The layer diagram (the page's first code block) is read without scrolling sideways in a 1280-pixel window. (The
+    code examples further down may scroll, as code does; this check found five of them wider than the page.)"""
+    wide = pages["architecture.html"]["wide"]
+    assert not [w for w in wide if w.lstrip().startswith("cli | measure")], f"the layer diagram is wider than the page: {wide}"
+
+
 def test_every_figure_loads(pages):
     bad = {p: [i["src"][:120] for i in r["images"] if not (i["complete"] and i["width"] > 0)] for p, r in pages.items()}
     bad = {p: v for p, v in bad.items() if v}
@@ -221,3 +232,4 @@ def test_no_broken_internal_links(site, pages, served):
             elif frag and target in pages and frag not in pages[target]["anchors"]:
                 broken.append(f"{page} -> {href} (no anchor #{frag})")
     assert not broken, f"{len(broken)} broken internal links:\n" + "\n".join(broken[:50])
+

@@ -1,6 +1,6 @@
 """The import layers of ARCHITECTURE.md are enforced by import-linter (`lint-imports`, configured in pyproject.toml):
 the library passes its contracts, and a copy of it with one forbidden import added fails them, naming the contract."""
-import os, shutil, subprocess, sys
+import os, re, shutil, subprocess, sys
 from pathlib import Path
 
 import pytest
@@ -50,3 +50,15 @@ def contract_name(contract_id: str) -> str:
     import tomllib
     cfg = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
     return next(c["name"] for c in cfg if c["id"] == contract_id)
+
+
+def test_the_diagram_is_the_contract():
+    """ARCHITECTURE.md's layer diagram names the layers of pyproject.toml's `layers` contract, in its order: the map a
+    reader sees is the one `lint-imports` enforces (a layer added to one and not the other fails here)."""
+    import tomllib
+    layers = next(c for c in tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
+                  if c["id"] == "layers")["layers"]
+    text = (ROOT / "ARCHITECTURE.md").read_text()
+    block = text.split("```\n", 2)[1]                    # the first code block: the diagram
+    drawn = [re.split(r"\s{2,}", l.strip())[0] for l in block.splitlines() if re.match(r"^ \S", l)]   # a layer starts a line
+    assert drawn == layers, f"ARCHITECTURE.md draws {drawn}, pyproject.toml's contract has {layers}"
