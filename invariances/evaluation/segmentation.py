@@ -58,16 +58,17 @@ class UpsamplingHead(nn.Module):
     def forward(self, x): return F.interpolate(self.body(x), size=self.size, mode="bilinear", align_corners=False)
 
 class PartDecoder(nn.Module):
-    "Four transposed convolutions from one vector `(N, dim)` to `(N, n_classes, size, size)` scores; `size` a multiple of 8."
+    """Four transposed convolutions from one vector `(N, dim)` to part scores at half the mask's size, upsampled
+    bilinearly to `(N, n_classes, size, size)`; `size` a multiple of 16."""
     def __init__(self, dim: int, n_classes: int, size: int, widths: tuple[int, int, int] = (128, 64, 32)):
         super().__init__()
-        if size % 8 or size < 8: raise ValueError(f"PartDecoder needs a size that is a multiple of 8, got {size}")
+        if size % 16 or size < 16: raise ValueError(f"PartDecoder needs a size that is a multiple of 16, got {size}")
         chans, layers = (dim, *widths), []
         for j, (a, b) in enumerate(zip(chans[:-1], chans[1:])):
-            layers += [nn.ConvTranspose2d(a, b, size // 8) if j == 0 else nn.ConvTranspose2d(a, b, 4, 2, 1, bias=False),
+            layers += [nn.ConvTranspose2d(a, b, size // 16) if j == 0 else nn.ConvTranspose2d(a, b, 4, 2, 1, bias=False),
                        nn.BatchNorm2d(b), nn.ReLU(inplace=True)]
-        self.body = nn.Sequential(*layers, nn.ConvTranspose2d(widths[-1], n_classes, 4, 2, 1))
-    def forward(self, x): return self.body(x.view(len(x), -1, 1, 1))
+        self.body, self.size = nn.Sequential(*layers, nn.ConvTranspose2d(widths[-1], n_classes, 4, 2, 1)), size
+    def forward(self, x): return F.interpolate(self.body(x.view(len(x), -1, 1, 1)), size=self.size, mode="bilinear", align_corners=False)
 
 # %% ../../nbs/79_segmentation.ipynb #bf7f6c31
 def segmentation_readout(make_head, x_train: torch.Tensor, y_train, x_test: torch.Tensor, y_test, n_classes: int,
