@@ -22,7 +22,7 @@ from ..transforms import get_transform
 # %% auto #0
 __all__ = ['REAL_WORLD_TRANSFORMS', 'REAL_WORLD_FAMILY', 'RENDERED_CHANGE', 'SHIFTED_DOMAINS', 'TEXTURE_SHIFT',
            'invariance_table', 'transform_features', 'transformed_batches', 'trajectory_ris', 'ris_table',
-           'group_invariance_table', 'group_alignment', 'real_world_groups', 'shifted_domains']
+           'group_invariance_table', 'group_alignment', 'real_world_groups', 'real_trajectory_sets', 'shifted_domains']
 
 # %% ../../nbs/70_invariance.ipynb #4b9a9788
 def invariance_table(encoders: Mapping[str, nn.Module], images: ImageSet, reference: ImageSet, transforms: Sequence[str],
@@ -182,6 +182,34 @@ def real_world_groups(profile, n_groups: int = 200, views: int = 5, root=None, s
     sources["groups"] = [out[t].meta.trajectory.nunique() if t in out else 0 for t in sources["transform"]]
     sources["views per group"] = [round(len(out[t]) / out[t].meta.trajectory.nunique(), 1) if t in out else 0 for t in sources["transform"]]
     return out, sources
+
+# %% ../../nbs/70_invariance.ipynb #0aac6586
+def _trajectory_loaders():
+    from invariances.data.objects import coil100_viewpoint_trajectories, load_aloi, pascal3d_groups
+    from invariances.data.video import got10k_occlusion_trajectories
+    return {   # family -> [(dataset, what it shows, loader(root, size))], the paper's dataset first
+        "occlusion": [("got-10k", "GOT-10k train: a box crop per occlusion level of each video", lambda r, s: got10k_occlusion_trajectories(r, size=s))],
+        "viewpoint": [("aloi", "ALOI viewing direction", lambda r, s: load_aloi(r, "view", s)),
+                      ("coil-100", "COIL-100: 72 turntable poses of each object (a stand-in for ALOI)", lambda r, s: coil100_viewpoint_trajectories(r, s))],
+        "illumination_direction": [("aloi", "ALOI illumination direction", lambda r, s: load_aloi(r, "ill", s))],
+        "illumination_color": [("aloi", "ALOI illumination colour", lambda r, s: load_aloi(r, "col", s))],
+        "instance": [("pascal3d", "PASCAL3D+: objects of one class in one viewpoint bin", lambda r, s: pascal3d_groups(r, "instance", size=s))],
+        "instance_viewpoint": [("pascal3d", "PASCAL3D+: objects of one class, one per viewpoint bin", lambda r, s: pascal3d_groups(r, "viewpoint", size=s))]}
+
+def real_trajectory_sets(size: int, root=None) -> tuple[dict[str, ImageSet], pd.DataFrame]:
+    """Purushwalkam & Gupta's trajectory families from the first of their datasets present under the data root, at `size`:
+    `(family -> ImageSet with target and trajectory, sources)`; `sources` has a row per family: the dataset used (or why none),
+    trajectories, images."""
+    from invariances.data.manifests import dataset_available
+    out, rows = {}, []
+    for fam, options in _trajectory_loaders().items():
+        found = [(name, what, load) for name, what, load in options if dataset_available(name, root)]
+        if not found:
+            rows.append((fam, "", 0, 0, f"missing: {' or '.join(n for n, _, _ in options)} under the data root")); continue
+        name, what, load = found[0]
+        out[fam] = s = load(root, size)
+        rows.append((fam, what, int(s.meta.trajectory.nunique()), len(s), ""))
+    return out, pd.DataFrame(rows, columns=["family", "source", "trajectories", "images", "note"]).set_index("family")
 
 # %% ../../nbs/70_invariance.ipynb #7be09ac6
 SHIFTED_DOMAINS = ("cluttered", "second_domain")
