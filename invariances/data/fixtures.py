@@ -209,7 +209,7 @@ def make_fixture(name: str, root: str | os.PathLike) -> Path:
         base = d / "VOCdevkit/VOC2007"
         ids = ["000005", "000007"]
         (base / "ImageSets/Main").mkdir(parents=True, exist_ok=True); (base / "Annotations").mkdir(parents=True, exist_ok=True)
-        (base / "ImageSets/Main/test.txt").write_text("\n".join(ids) + "\n")
+        for split in ("test", "trainval"): (base / "ImageSets/Main" / f"{split}.txt").write_text("\n".join(ids) + "\n")
         for k, i in enumerate(ids):
             _img(base / "JPEGImages" / f"{i}.jpg", (20, 30), seed=k)
             objs = [("chair", 1, 2, 12, 15)] + ([("diningtable", 10, 5, 28, 19)] if k else [])

@@ -233,24 +233,39 @@ def transfer_table(tasks: Mapping[str, DownstreamTask], features: Mapping[str, M
 
 # %% ../../nbs/72_tasks.ipynb #e3881bc4
 def scene_sets(profile, n_train: int, n_test: int, seed: int = 0, root=None) -> dict[str, ImageSet]:
-    "The readout sets of Purushwalkam & Gupta's Tables 2 and 3 at `profile`: `scenes`, `crops` and `objects`, each `train` and `test`."
+    """The readout sets of Purushwalkam & Gupta's Tables 2 and 3 at `profile`: `scenes`, `crops` and `objects`, each
+    `train` and `test`. Profiles on real data read the scenes and their crops from PASCAL VOC 2007 when it is under the
+    data root (trainval to fit, test to score: the paper's), at most `n_train` / `n_test` of each, drawn with `seed`."""
     from invariances import zoo
+    from invariances.data.manifests import dataset_available
     from invariances.data.synthetic import SCENE_COOCCURRENCE, cropped_boxes_set, scene_set
     p = zoo.get_profile(profile); size = p.image_size
+    objects = {"objects train": zoo.dataset(p, "train", n_train, root, seed=seed + 11),
+               "objects test": zoo.dataset(p, "test", n_test, root, seed=seed + 12)}
+    if p.data in zoo.REAL_FOLDERS and dataset_available("voc2007", root):
+        from invariances.data.scenes import load_voc2007
+        def voc(split, crops, n):
+            s = load_voc2007(root, "trainval" if split == "train" else "test", size=size, crops=crops)
+            return s if n >= len(s) else s.subset(np.sort(np.random.default_rng(seed + 21 + crops).choice(len(s), n, replace=False)))
+        return {"scenes train": voc("train", False, n_train), "scenes test": voc("test", False, n_test),
+                "crops train": voc("train", True, n_train), "crops test": voc("test", True, n_test)} | objects
     def scenes(n, split): return scene_set(n, size, seed=seed + 21, split=split, **SCENE_COOCCURRENCE)
     def crops(n, split):
         c = cropped_boxes_set(math.ceil(n / 2), size, seed=seed + 22, split=split, **SCENE_COOCCURRENCE)
         if len(c) < n: raise ValueError(f"{math.ceil(n / 2)} scenes hold {len(c)} crops, fewer than n={n}")
         return c.subset(np.arange(n))
     return {"scenes train": scenes(n_train, "val"), "scenes test": scenes(n_test, "test"),
-            "crops train": crops(n_train, "val"), "crops test": crops(n_test, "test"),
-            "objects train": zoo.dataset(p, "train", n_train, root, seed=seed + 11),
-            "objects test": zoo.dataset(p, "test", n_test, root, seed=seed + 12)}
+            "crops train": crops(n_train, "val"), "crops test": crops(n_test, "test")} | objects
 
-def scene_labels(s: ImageSet) -> np.ndarray:
-    "The multi-label targets of rendered scenes: `(N, len(CATEGORIES))`, 1 where the scene shows the category."
+def scene_labels(s: ImageSet) -> tuple[np.ndarray, list[str]]:
+    """The multi-label targets of scenes and their names: `(N, classes)`, 1 where the scene shows the class; the renderer's
+    categories (`has_<category>` columns) or PASCAL VOC's classes (a column each)."""
     from invariances.data.render import CATEGORIES
-    return np.stack([s.meta[f"has_{c}"].to_numpy() for c in CATEGORIES], 1).astype(int)
+    from invariances.data.scenes import VOC_CLASSES
+    names, columns = (CATEGORIES, [f"has_{c}" for c in CATEGORIES]) if f"has_{CATEGORIES[0]}" in s.meta else (VOC_CLASSES, VOC_CLASSES)
+    missing = [c for c in columns if c not in s.meta]
+    if missing: raise KeyError(f"{s.name}: scene labels need the columns {missing}")
+    return np.stack([s.meta[c].to_numpy() for c in columns], 1).astype(int), list(names)
 
 def scene_readouts(features: Mapping[str, Mapping[str, np.ndarray]], sets: Mapping[str, ImageSet], costs: Sequence[float],
                    wds: Sequence[float], folds: int = 5, max_iter: int = 1000, seed: int = 0) -> tuple[pd.DataFrame, list[str]]:
@@ -258,11 +273,10 @@ def scene_readouts(features: Mapping[str, Mapping[str, np.ndarray]], sets: Mappi
     over their categories), each with its chance level, and top-1 of a softmax readout on the objects. SVM costs `costs`
     chosen by 3-fold CV average precision (Goyal et al.); the softmax's L2 strengths `wds` by `folds`-fold CV. Returns
     the table and the categories left out of the scenes' mean AP (absent from the training or the held-out scenes)."""
-    from invariances.data.render import CATEGORIES
     from invariances.evaluation.readouts import svm_map
-    y_tr, y_te = scene_labels(sets["scenes train"]), scene_labels(sets["scenes test"])
+    (y_tr, names), (y_te, _) = scene_labels(sets["scenes train"]), scene_labels(sets["scenes test"])
     kept = (y_tr.sum(0) > 0) & (y_te.sum(0) > 0)
-    dropped = [c for c, k in zip(CATEGORIES, kept) if not k]
+    dropped = [c for c, k in zip(names, kept) if not k]
     if dropped: warnings.warn(f"scene readout: categories {dropped} never occur in the training or the test scenes; mean AP over the other {kept.sum()}", stacklevel=2)
     target = lambda name: sets[name].meta.target.to_numpy()
     rows = []

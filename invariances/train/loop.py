@@ -173,7 +173,8 @@ def image_batch(train_set: ImageSet, idx: torch.Tensor, runtime: Runtime) -> tor
 
 def fit(method: nn.Module, train_set: ImageSet, config: LoopConfig, out_dir: str | os.PathLike,
         run_config: Mapping | None = None, runtime: Runtime | None = None, progress: bool = True,
-        interrupt_at: int | None = None, on_checkpoint: Callable[[int, nn.Module], None] | None = None) -> dict:
+        interrupt_at: int | None = None, on_checkpoint: Callable[[int, nn.Module], None] | None = None,
+        before_checkpoint: Callable[[int, nn.Module], None] | None = None) -> dict:
     """Train `method` on `train_set`; checkpoint/resume in `out_dir`.
 
     Returns `{'history': [...], 'steps': T, 'resumed_from': s, 'train_seconds': the time one uninterrupted run takes,
@@ -182,7 +183,10 @@ def fit(method: nn.Module, train_set: ImageSet, config: LoopConfig, out_dir: str
     `run_config` identifies the run (a checkpoint from another config in `out_dir` is an error).
     `interrupt_at`: for tests, raise `KeyboardInterrupt` before that step, as a kill would (no extra checkpoint).
     `on_checkpoint(step, method)`: called on rank 0 after every checkpoint is written (e.g. an online k-NN monitor);
-    the method is switched back to training mode afterwards."""
+    the method is switched back to training mode afterwards. `before_checkpoint(step, method)`: called on rank 0 just
+    before each checkpoint is written, for what must exist whenever that checkpoint does (a run killed between the two
+    resumes after the checkpoint and would never redo it; one killed before the checkpoint redoes the step and writes
+    it again: the snapshots of `methods.train_encoder`)."""
     if not isinstance(train_set, ImageSet): raise TypeError(f"train_set must be an ImageSet, got {type(train_set).__name__}")
     runtime = init_distributed(runtime)
     rank, world, _ = world_info()
@@ -296,6 +300,7 @@ def fit(method: nn.Module, train_set: ImageSet, config: LoopConfig, out_dir: str
             if attempt is not None and time.perf_counter() - t_logged > ATTEMPT_LOG_S:
                 log_attempt(time.perf_counter() - t_start); t_logged = time.perf_counter()
             if step % config.checkpoint_every == 0 or step == total:
+                if before_checkpoint is not None and rank == 0: before_checkpoint(step, method)
                 save(step)
                 if on_checkpoint is not None and rank == 0:
                     on_checkpoint(step, method); method.train()

@@ -92,9 +92,8 @@ def train_encoder(method: nn.Module, method_name: str, train_set: ImageSet, conf
         keep = set(snapshot_steps(config.total_steps(len(train_set)), config.checkpoint_every, snapshots))
         if 0 in keep and world_info()[0] == 0 and not snapshot_path(out_dir, 0).is_file():
             _save_snapshot(method, out_dir, 0)   # as built: a resumed run's method is still its initial state here
-        on_checkpoint = _keeping_snapshots(keep, out_dir, on_checkpoint)
     out = fit(method, train_set, config, out_dir, run_config=run_config, runtime=runtime, progress=progress,
-              on_checkpoint=on_checkpoint)
+              on_checkpoint=on_checkpoint, before_checkpoint=_keeping_snapshots(keep, out_dir) if snapshots else None)
     enc = method.encoder()
     if world_info()[0] == 0:
         save_backbone(enc, Path(out_dir) / "backbone.pt", extra={
@@ -137,8 +136,8 @@ def snapshot_step(path: str | os.PathLike) -> int:
 def _save_snapshot(method: nn.Module, out_dir, step: int):
     save_backbone(method.encoder(), snapshot_path(out_dir, step), extra={"step": step})
 
-def _keeping_snapshots(keep: set[int], out_dir, then: Callable | None):
-    def on_checkpoint(step, method):
+def _keeping_snapshots(keep: set[int], out_dir):
+    "Before a checkpoint at a kept step, the encoder's snapshot: a checkpoint never exists without its snapshot."
+    def before_checkpoint(step, method):
         if step in keep: _save_snapshot(method, out_dir, step)
-        if then is not None: then(step, method)
-    return on_checkpoint
+    return before_checkpoint
