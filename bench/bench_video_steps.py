@@ -3,6 +3,8 @@
 
     PYTHONPATH=. python bench/bench_video_steps.py [--profile gpu] [--batch 256] [--steps 10]
 
+(default profile: `gpu` where CUDA is present, `cpu` elsewhere, so that `make bench` stays short on a laptop)
+
 MoCo-v2 (the Baseline's step), Frame Temporal Invariance (the same contrast, query and key from two frames) and
 Ground-Truth Tracks (plus the region branch: both frames' boxes cut, augmented and contrasted in a second pass; the
 Region Tracker's step is the same method on other boxes) with the zoo's configs at the profile, alternating step by
@@ -20,7 +22,7 @@ from invariances.train.methods import get_method
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--profile", default="gpu"); ap.add_argument("--batch", type=int, default=None); ap.add_argument("--steps", type=int, default=10)
+    ap.add_argument("--profile", default="gpu" if torch.cuda.is_available() else "cpu"); ap.add_argument("--batch", type=int, default=None); ap.add_argument("--steps", type=int, default=10)
     a = ap.parse_args()
     p = zoo.get_profile(a.profile); runtime = Runtime.detect()
     size = p.image_size; rng = np.random.default_rng(0)
