@@ -7,22 +7,16 @@
     started before the timing, as it is once per set in the zoo);
   * the tracking pass per frame: the tracking model's layer3 on the enlarged frames, ROI-align in every proposal, the
     matches of consecutive frames and the track scores (`region_tracks` on all the clips less their proposals' time);
-  * a Region Tracker training step (Ground-Truth Tracks' method, `gt_tracks`, on the pairs' tracks) as a ratio to a
-    MoCo-v2 step (the Baseline's: `video-baseline`) on the same batch size, both with the zoo's `cpu` configs,
-    alternating step by step; beside it a Frame Temporal Invariance step (the Region Tracker without its region loss).
-    Target: at most 1.5x (the issue's; region features from the frame's forward). CPU time x threads and wall.
+(The Region Tracker's training step against MoCo-v2's is `bench_video_steps.py`: the same method as Ground-Truth
+Tracks, timed on any device.)
 """
 import argparse, time
 import numpy as np
 import torch
 
-from _timing import alternating_medians
 from invariances import zoo
 from invariances.data.synthetic import video_set
 from invariances.models import Encoder
-from invariances.runtime import Runtime
-from invariances.train.loop import _make_optimizer
-from invariances.train.methods import get_method
 from invariances.train.tracking import TrackingConfig, region_tracks, selective_search
 
 def main():
@@ -45,27 +39,5 @@ def main():
     print(f"  region_tracks: {1000 * total / frames:.1f} ms a frame, of which the tracking pass (features, matches, scores) "
           f"{1000 * (total / frames - 1 / rate[2]):.1f} ms and the proposals {1000 / rate[2]:.1f} ms")
 
-    runtime = Runtime.detect()
-    built = {}
-    for label, name, data in (("moco", "video-baseline", None), ("frame-temporal", "frame-temporal", None), ("region-tracker", "region-tracker", pairs)):
-        m = zoo.get_model(name); config = zoo.model_config(name, p)
-        train_set = data if data is not None else (pairs if m.method != "moco" else clips)
-        built[label] = (runtime.model(get_method(m.method).method.build(config, train_set)).train(), train_set, config)
-    batch = built["moco"][2].batch_size
-    gen = torch.Generator().manual_seed(0)
-    def step(label):
-        method, train_set, config = built[label]; opt = _make_optimizer(method, config)
-        def run():
-            idx = torch.randperm(len(train_set) if label == "moco" else len(train_set) // 2, generator=gen)[:batch]
-            if label != "moco": idx = 2 * idx          # the first frame of each pair: its partner is loaded with it
-            x = method.batch(train_set, idx, runtime)
-            with runtime.autocast(): loss, _ = method(x, idx, gen)
-            opt.zero_grad(set_to_none=True); loss.backward(); opt.step(); method.after_step()
-        return run
-    med, medw = alternating_medians({k: step(k) for k in built}, a.steps)
-    print(f"training steps: runtime {runtime.path}, {a.threads} threads, batch {batch}, median of {a.steps} (CPU s x threads; wall s)")
-    for k in built: print(f"  {k:15s} {med[k]:.3f} ({medw[k]:.3f})")
-    for k in ("frame-temporal", "region-tracker"):
-        print(f"{k} / moco: {med[k] / med['moco']:.2f} CPU ({medw[k] / medw['moco']:.2f} wall)" + ("; target <= 1.5" if k == "region-tracker" else ""))
 
 if __name__ == "__main__": main()
