@@ -51,17 +51,22 @@ def run_concurrently(*fns: Callable[[], Any], device: str | torch.device = "cpu"
     share, grad = max(1, threads // len(fns)), torch.is_grad_enabled()
     autocast = torch.is_autocast_enabled("cpu"), torch.get_autocast_dtype("cpu")
 
-    def branch(f):
+    def branch(f, worker=True):
         _BRANCH.active = True
         torch.set_num_threads(share)  # `set_num_threads` sets the calling thread's team and the default for new ones
+        # autocast's cache of low-precision weight copies is one per process, its nesting count one per thread: a
+        # worker leaving its outermost region would empty the cache under the caller's feet (see above)
+        if worker: torch.autocast_increment_nesting()
         try:
             with torch.set_grad_enabled(grad), torch.autocast("cpu", dtype=autocast[1], enabled=autocast[0]): return f()
-        finally: _BRANCH.active = False
+        finally:
+            _BRANCH.active = False
+            if worker: torch.autocast_decrement_nesting()
 
     if _POOL is None or _POOL._max_workers < len(fns) - 1:
         _POOL = ThreadPoolExecutor(len(fns) - 1, thread_name_prefix="invariances")
     futures = [_POOL.submit(branch, f) for f in fns[1:]]
-    try: return [branch(fns[0])] + [f.result() for f in futures]
+    try: return [branch(fns[0], worker=False)] + [f.result() for f in futures]
     finally:
         wait(futures)  # even when a branch failed, none is left running with the reduced thread count
         torch.set_num_threads(threads)

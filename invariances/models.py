@@ -18,11 +18,11 @@ from torchvision.models import resnet as tv_resnet
 from .core import IMAGENET_MEAN, IMAGENET_STD, save_torch, write_json
 
 # %% auto #0
-__all__ = ['ARCHS', 'BackboneConfig', 'ParallelStage', 'make_resnet', 'separable_max_pool2d', 'MaxPool2d', 'Encoder',
-           'ProjectionHead', 'SplitBatchNorm', 'FeatureTaps', 'tap_features', 'FusedEncoder', 'CheckpointError',
-           'read_checkpoint', 'sidecar_path', 'save_backbone', 'load_backbone', 'encoder_from_state_dict',
-           'infer_backbone_config', 'import_moco_checkpoint', 'import_torchvision_weights', 'import_vissl_checkpoint',
-           'load_public_checkpoint']
+__all__ = ['ARCHS', 'RESNET_STAGES', 'BackboneConfig', 'ParallelStage', 'make_resnet', 'separable_max_pool2d', 'MaxPool2d',
+           'Encoder', 'ProjectionHead', 'SplitBatchNorm', 'FeatureTaps', 'tap_features', 'FusedEncoder',
+           'CheckpointError', 'read_checkpoint', 'sidecar_path', 'save_backbone', 'load_backbone',
+           'encoder_from_state_dict', 'infer_backbone_config', 'import_moco_checkpoint', 'import_torchvision_weights',
+           'import_vissl_checkpoint', 'load_public_checkpoint']
 
 # %% ../nbs/30_models.ipynb #27580cb7
 ARCHS = {"resnet18": (tv_resnet.BasicBlock, [2, 2, 2, 2]), "resnet34": (tv_resnet.BasicBlock, [3, 4, 6, 3]),
@@ -118,6 +118,8 @@ class MaxPool2d(nn.MaxPool2d):
         return separable_max_pool2d(x, self.kernel_size, self.stride, self.padding)
 
 # %% ../nbs/30_models.ipynb #d5af2d80
+RESNET_STAGES = ("conv1", "bn1", "relu", "maxpool", "layer1", "layer2", "layer3", "layer4")   # torchvision's forward, in order
+
 class Encoder(nn.Module):
     "Float [0,1] NCHW images -> pooled features of a ResNet backbone (ImageNet-normalised inside)."
     def __init__(self, config: BackboneConfig | None = None, norm_layer=None, backbone: nn.Module | None = None):
@@ -133,6 +135,25 @@ class Encoder(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if x.ndim != 4 or x.shape[1] != 3: raise ValueError(f"expected float images (N,3,H,W), got shape {tuple(x.shape)}")
         return self.backbone((x - self.mean) / self.std)
+
+    def up_to(self, x: torch.Tensor, stage: str = "layer3") -> torch.Tensor:
+        "The unpooled output of `stage` for images `x`: the first part of `forward`."
+        if x.ndim != 4 or x.shape[1] != 3: raise ValueError(f"expected float images (N,3,H,W), got shape {tuple(x.shape)}")
+        x = (x - self.mean) / self.std
+        for name in RESNET_STAGES[:self._stage(stage) + 1]: x = getattr(self.backbone, name)(x)
+        return x
+
+    def after(self, maps: torch.Tensor, stage: str = "layer3") -> torch.Tensor:
+        """The pooled features computed from `maps`, an output of `stage` (of these images, or regions of it): the rest
+        of `forward`, so `after(up_to(x, s), s)` is `forward(x)`."""
+        for name in RESNET_STAGES[self._stage(stage) + 1:]: maps = getattr(self.backbone, name)(maps)
+        return self.backbone.fc(torch.flatten(self.backbone.avgpool(maps), 1))
+
+    def _stage(self, stage: str) -> int:
+        if stage not in RESNET_STAGES: raise ValueError(f"unknown stage {stage!r}; a ResNet's are {RESNET_STAGES}")
+        if not all(hasattr(self.backbone, n) for n in RESNET_STAGES + ("avgpool", "fc")):
+            raise TypeError(f"splitting the forward needs a torchvision ResNet, got {type(self.backbone).__name__}")
+        return RESNET_STAGES.index(stage)
 
 # %% ../nbs/30_models.ipynb #bdf16304
 class ProjectionHead(nn.Sequential):

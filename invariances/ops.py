@@ -12,7 +12,7 @@ import torch.nn.functional as F
 
 # %% auto #0
 __all__ = ['BRIGHTNESS', 'CONTRAST', 'SATURATION', 'HUE', 'check_images', 'affine_grid', 'warp', 'resize_center_crop',
-           'rgb_to_gray', 'to_gray_where', 'colour_map', 'blend', 'adjust_brightness', 'adjust_contrast',
+           'warp_boxes', 'rgb_to_gray', 'to_gray_where', 'colour_map', 'blend', 'adjust_brightness', 'adjust_contrast',
            'adjust_saturation', 'rgb_to_hsv', 'hsv_to_rgb', 'adjust_hue', 'color_jitter', 'gaussian_kernels',
            'blur_separable', 'gaussian_blur', 'random_phase_textures']
 
@@ -55,6 +55,24 @@ def resize_center_crop(x: torch.Tensor, size: int) -> torch.Tensor:
         top, left = (nh - size) // 2, (nw - size) // 2
         x = x[..., top:top + size, left:left + size]
     return x
+
+# %% ../nbs/02_ops.ipynb #b1afbf50
+def warp_boxes(boxes: torch.Tensor, m: torch.Tensor, size: int | tuple[int, int]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Where boxes of an image land in its `warp(x, m, size)`: `boxes (N, K, 4)` as `(top, left, height, width)`
+    fractions of the input -> their bounding boxes `(x0, y0, x1, y1)` in the output's pixels, clipped to it, and the
+    fraction of each box inside the output `(N, K)`. Exact for maps that keep the axes (crops, flips, quarter turns):
+    the corners are mapped by `m`'s inverse, output from input."""
+    H, W = (size, size) if isinstance(size, int) else tuple(size)
+    top, left, h, w = boxes.float().unbind(-1)
+    xs = torch.stack([left, left + w, left, left + w], -1) * 2 - 1          # (N, K, 4) corners, normalised input coordinates
+    ys = torch.stack([top, top, top + h, top + h], -1) * 2 - 1
+    inv = torch.linalg.inv(m.float())[:, :2, :, None, None]                  # (N, 2, 3, 1, 1): input -> output
+    u, v = (inv[:, i, 0] * xs + inv[:, i, 1] * ys + inv[:, i, 2] for i in range(2))
+    x0, x1, y0, y1 = ((u.amin(-1) + 1) * W / 2, (u.amax(-1) + 1) * W / 2, (v.amin(-1) + 1) * H / 2, (v.amax(-1) + 1) * H / 2)
+    inside = torch.stack([x0.clamp(0, W), y0.clamp(0, H), x1.clamp(0, W), y1.clamp(0, H)], -1)
+    area = (x1 - x0) * (y1 - y0)
+    kept = (inside[..., 2] - inside[..., 0]) * (inside[..., 3] - inside[..., 1])
+    return inside, torch.where(area > 0, kept / area.clamp(min=1e-12), torch.zeros_like(area))
 
 # %% ../nbs/02_ops.ipynb #ca85de87
 _GRAY = (0.2989, 0.587, 0.114)

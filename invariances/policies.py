@@ -257,6 +257,18 @@ class Policy:
             out[name] = dict(p)
         return out
 
+    def geometry(self, params: Params, n: int, height: int, width: int) -> torch.Tensor:
+        """The sampling matrices `(n, 3, 3)` (output to input, normalised: `ops.warp`'s) of `n` views of `height x
+        width` images under `params`: the geometric augmentations' product, or the centre crop of `Resize + CenterCrop`
+        where the policy has none. `ops.warp_boxes` carries boxes of the images into the views with them."""
+        geo = [a for a in self.augmentations if a.geometric]
+        if not geo:
+            side = min(height, width)
+            return torch.diag(torch.tensor([side / width, side / height, 1.0])).expand(n, 3, 3).clone()
+        m = geo[0].matrix(params[geo[0].name])
+        for a in geo[1:]: m = m @ a.matrix(params[a.name])
+        return m
+
     def apply(self, x: torch.Tensor, params: Params) -> torch.Tensor:
         "The deterministic part: views of `x` under `params`: one warp for the geometry, then the appearance chain."
         _refuse_nonfinite(x, self.name)
@@ -283,11 +295,8 @@ class Policy:
     def _apply_fp32(self, x, params):
         dev = x.device
         p = {name: {k: v.to(dev) for k, v in d.items()} for name, d in params.items()}
-        geo = [a for a in self.augmentations if a.geometric]
-        if geo:
-            m = geo[0].matrix(p[geo[0].name])
-            for a in geo[1:]: m = m @ a.matrix(p[a.name])
-            v = warp(x, m, self.size)
+        if any(a.geometric for a in self.augmentations):
+            v = warp(x, self.geometry(p, x.shape[0], *x.shape[-2:]), self.size)
         else:
             v = resize_center_crop(x, self.size)
         for a in self.augmentations:

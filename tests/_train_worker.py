@@ -1,6 +1,6 @@
 """Worker for tests/test_train.py: a tiny MoCo-v2 (or PIRL, Frame Temporal Invariance, Ground-Truth Tracks) run, optionally killed with SIGKILL in the middle of a step.
 
-python tests/_train_worker.py OUT_DIR [--kill-at-view N] [--steps S] [--threads T] [--method moco|pirl|frame_temporal|gt_tracks]   (also run under torchrun for the DDP test)
+python tests/_train_worker.py OUT_DIR [--kill-at-view N] [--steps S] [--threads T] [--method moco|pirl|frame_temporal|gt_tracks|gt_tracks_crop]   (also run under torchrun for the DDP test)
 """
 import argparse, dataclasses, json, os, signal, sys
 from pathlib import Path
@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np, pandas as pd, torch
 
 from invariances.data.imageset import ImageSet
-from invariances.policies import get_policy
+from invariances.policies import Policy, get_policy
 from invariances.train.moco import MocoConfig
 from invariances.train.methods import train, train_moco
 from invariances.train.pirl import PirlConfig
@@ -41,23 +41,27 @@ def main():
     ap.add_argument("out_dir"); ap.add_argument("--kill-at-view", type=int, default=None)
     ap.add_argument("--steps", type=int, default=8); ap.add_argument("--batch-size", type=int, default=8)
     ap.add_argument("--threads", type=int, default=1)  # 2: MoCo runs its two encoders side by side
-    ap.add_argument("--method", default="moco", choices=["moco", "pirl", "frame_temporal", "gt_tracks"])
+    ap.add_argument("--method", default="moco", choices=["moco", "pirl", "frame_temporal", "gt_tracks", "gt_tracks_crop"])
     a = ap.parse_args()
     torch.set_num_threads(a.threads)
     calls = [0]
     spatial = get_policy("spatial", 32 if a.method == "pirl" else 16)
 
-    def policy(x, generator=None):
-        calls[0] += 1
-        if a.kill_at_view is not None and calls[0] == a.kill_at_view:
-            os.kill(os.getpid(), signal.SIGKILL)  # a hard kill in the middle of a training step
-        return spatial(x, generator)
+    class KilledPolicy(Policy):   # a Policy still: the region models carry boxes through its geometry
+        def __call__(self, x, generator=None, params=None):
+            calls[0] += 1
+            if a.kill_at_view is not None and calls[0] == a.kill_at_view:
+                os.kill(os.getpid(), signal.SIGKILL)  # a hard kill in the middle of a training step
+            return super().__call__(x, generator, params)
+    policy = KilledPolicy(spatial.name, spatial.size, spatial.augmentations)
 
     if a.method == "moco":
         enc = train_moco(tiny_set(), tiny_config(a.steps, a.batch_size), a.out_dir, policy=policy, progress=False)
-    elif a.method in ("frame_temporal", "gt_tracks"):   # MoCo's tiny run, the key from the partner frame (and regions)
-        config = {"frame_temporal": FrameTemporalConfig, "gt_tracks": GroundTruthTracksConfig}[a.method](**dataclasses.asdict(tiny_config(a.steps, a.batch_size)))
-        enc = train(a.method, tiny_set(), config, a.out_dir, policy=policy, progress=False)
+    elif a.method in ("frame_temporal", "gt_tracks", "gt_tracks_crop"):   # MoCo's tiny run, the key from the partner frame (and regions)
+        tiny = dataclasses.asdict(tiny_config(a.steps, a.batch_size))
+        config = FrameTemporalConfig(**tiny) if a.method == "frame_temporal" else \
+            GroundTruthTracksConfig(**tiny, region_features="crop" if a.method == "gt_tracks_crop" else "roi")
+        enc = train(a.method.removesuffix("_crop"), tiny_set(), config, a.out_dir, policy=policy, progress=False)
     else:   # the kill is in the image branch's views, one call per step
         enc = train("pirl", tiny_set(), tiny_pirl_config(a.steps, a.batch_size), a.out_dir, policy=policy, progress=False)
     rank, world, _ = world_info()

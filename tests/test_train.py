@@ -45,20 +45,23 @@ def test_sigkill_mid_step_then_resume_gives_identical_weights(tmp_path, threads)
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("method, kill_at", [("frame_temporal", 12), ("gt_tracks", 23)])
-def test_video_method_sigkill_mid_step_then_resume_gives_identical_weights(tmp_path, method, kill_at):
+@pytest.mark.parametrize("method, kill_at, threads", [("frame_temporal", 12, 1), ("gt_tracks", 12, 1), ("gt_tracks", 12, 2),
+                                                      ("gt_tracks_crop", 23, 1)])
+def test_video_method_sigkill_mid_step_then_resume_gives_identical_weights(tmp_path, method, kill_at, threads):
     """The video methods as MoCo above (partners and tracks come from the data, not the checkpoint; Ground-Truth Tracks'
     region queue is in it): killed in step 6, resumed from 4, bit for bit. View calls per step: Frame Temporal
-    Invariance 2 (view 12: the key frames' of step 6), Ground-Truth Tracks 4 (view 23: the region queries' of step 6)."""
+    Invariance and Ground-Truth Tracks 2 (view 12: the key frames' of step 6; the regions are pooled from the frames'
+    views), Ground-Truth Tracks with `region_features="crop"` 4 (view 23: the region queries' of step 6). With two
+    threads the query and key encoders run side by side, the regions' passes through layer4 beside the frames'."""
     full, cut = tmp_path / "full", tmp_path / "cut"
-    _run(full, "--method", method)
-    p = _run(cut, "--method", method, "--kill-at-view", kill_at, check=False)
+    _run(full, "--method", method, "--threads", threads)
+    p = _run(cut, "--method", method, "--kill-at-view", kill_at, "--threads", threads, check=False)
     assert p.returncode == -9, (p.returncode, p.stderr)
     assert _method_state(cut)["step"] == 4 and not (cut / "backbone.pt").exists()
-    _run(cut, "--method", method)
+    _run(cut, "--method", method, "--threads", threads)
     a, b = _method_state(full), _method_state(cut)
     assert a["step"] == b["step"] == 8 and "partner" not in a["method"]
-    if method == "gt_tracks": assert "region_queue.keys" in a["method"]
+    if method.startswith("gt_tracks"): assert "region_queue.keys" in a["method"]
     for k in a["method"]:
         assert torch.equal(a["method"][k], b["method"][k]), k
     assert [h["loss"] for h in a["history"]] == [h["loss"] for h in b["history"]]

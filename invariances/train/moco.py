@@ -98,20 +98,44 @@ class MoCo(MethodBase):
         """MoCo-v2's loss of the queries of `view_q` against the momentum keys of `view_k` (row i of each: one positive
         pair), the negatives from `queue` (default: the method's; a method with a second kind of pair keeps their keys
         in a queue of their own)."""
-        queue = self.queue if queue is None else queue
+        return self.infonce(*self.encode(view_q, view_k, generator), queue)
+
+    def encode(self, view_q: torch.Tensor, view_k: torch.Tensor, generator: torch.Generator | None = None, embed=None):
+        """The queries of `view_q` (with gradient) and the keys of `view_k` (momentum encoder, shuffled for BatchNorm and
+        put back in order), L2-normalised. `embed(encoder, head, views, rows, key)` replaces the default `head(encoder(views))`
+        for a method that embeds more than the views from the same forward: it gets the batch's `rows` in the order of
+        `views` (shuffled for the keys) and whether these are the keys, and returns a tensor or a tuple of them, each in
+        that order."""
+        embed = embed or (lambda encoder, head, views, rows, key: head(encoder(views)))
         perm, inverse = batch_shuffle(len(view_k), generator, view_k.device)   # shuffled BN groups for the keys
-        def queries(): return F.normalize(self.head_q(self.encoder_q(view_q)).float(), dim=1)
+        unit = lambda z: tuple(F.normalize(t.float(), dim=1) for t in z) if isinstance(z, tuple) else F.normalize(z.float(), dim=1)
+        def queries(): return unit(embed(self.encoder_q, self.head_q, view_q, torch.arange(len(view_q), device=view_q.device), False))
         @torch.no_grad()
-        def keys(): return F.normalize(self.head_k(self.encoder_k(view_k[perm])).float(), dim=1)[inverse]
-        q, k = run_concurrently(queries, keys, device=view_q.device)
+        def keys():
+            k = unit(embed(self.encoder_k, self.head_k, view_k[perm], perm, True))
+            return tuple(t[inverse] for t in k) if isinstance(k, tuple) else k[inverse]
+        return tuple(run_concurrently(queries, keys, device=view_q.device))
+
+    def infonce(self, q: torch.Tensor, k: torch.Tensor, queue: KeyQueue | None = None, keep: torch.Tensor | None = None):
+        """InfoNCE of queries `q` against keys `k` (row i of each: one positive pair), the negatives from `queue` or, with
+        no queue, the batch's other keys (every process's); then the keys enter the queue. With `keep` (a boolean row
+        mask), only those rows' queries count in the loss; every key is still a negative."""
+        queue = self.queue if queue is None else queue
+        rows = slice(None) if keep is None else keep
+        if keep is not None and not bool(keep.any()):      # no row to learn from: a zero loss on the graph, keys still queued
+            if self.config.queue_size: queue.push(all_gather_cat(k))
+            else: all_gather_cat(k)                        # every process gathers at every step (DDP)
+            return q.sum() * 0.0, {"acc": torch.zeros((), device=q.device)}
         if self.config.queue_size:
-            loss, logits = infonce_loss(q, k, queue.negatives(), self.config.temperature, return_logits=True)
+            negatives = queue.negatives()
+            loss, logits = infonce_loss(q[rows], k[rows], negatives, self.config.temperature, return_logits=True)
             queue.push(all_gather_cat(k))
-            target = 0
+            target = torch.zeros(len(logits), dtype=torch.long, device=q.device)
         else:  # no queue: the other keys of the whole batch (every process) are the negatives
             offset = dist.get_rank() * len(q) if is_distributed() else 0
             loss, logits = batch_infonce_loss(q, all_gather_cat(k), self.config.temperature, offset, return_logits=True)
             target = offset + torch.arange(len(q), device=q.device)
+            if keep is not None: loss, logits, target = F.cross_entropy(logits[keep], target[keep]), logits[keep], target[keep]
         return loss, {"acc": (logits.detach().argmax(1) == target).float().mean()}
 
     def after_step(self):

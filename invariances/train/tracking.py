@@ -21,8 +21,8 @@ from ..features import extract_maps
 from ..store import CacheError, StaleEntry, begin_entry, check_entry, finish_entry, warn_damaged
 
 # %% auto #0
-__all__ = ['TrackingConfig', 'region_tracks', 'selective_search', 'region_features', 'match_scores', 'track_scores',
-           'track_agreement', 'plot_tracks']
+__all__ = ['TrackingConfig', 'region_tracks', 'selective_search', 'region_features', 'region_maps', 'match_scores',
+           'track_scores', 'track_agreement', 'plot_tracks']
 
 # %% ../../nbs/58d_tracking.ipynb #59dad0ce
 @dataclass(frozen=True)
@@ -155,14 +155,23 @@ def region_features(maps: torch.Tensor, boxes: list, image_size: int | tuple[int
     """ROI-aligned features of each frame's boxes: `maps` `(N, C, h, w)` (a layer's output for N frames of
     `image_size`), `boxes` N arrays `(R_i, 4)` of `(x0, y0, x1, y1)` in the frame's pixels -> N tensors `(R_i, C *
     output_size**2)`."""
+    out = region_maps(maps, boxes, image_size, output_size, sampling_ratio)
+    return list(out.flatten(1).split([len(torch.as_tensor(b).reshape(-1, 4)) for b in boxes]))
+
+def region_maps(maps: torch.Tensor, boxes, image_size: int | tuple[int, int], output_size: int | tuple[int, int] = 3,
+                sampling_ratio: int = 2) -> torch.Tensor:
+    """The ROI-aligned maps `(R, C, *output_size)` of the boxes, frame after frame: `boxes` N arrays `(R_i, 4)` (as
+    `region_features`) or one box per frame `(N, 4)`, `(x0, y0, x1, y1)` in the frame's pixels."""
     from torchvision.ops import roi_align
     H, W = (image_size, image_size) if isinstance(image_size, int) else image_size
+    if isinstance(boxes, torch.Tensor) and boxes.ndim == 2:
+        if len(boxes) != len(maps): raise ValueError(f"one box per frame: {len(maps)} maps, boxes {tuple(boxes.shape)}")
+        boxes = list(boxes.unsqueeze(1))
     if maps.ndim != 4 or len(maps) != len(boxes): raise ValueError(f"maps (N, C, h, w) and N box arrays, got {tuple(maps.shape)} and {len(boxes)}")
     scale = maps.shape[-1] / W
     if abs(maps.shape[-2] / H - scale) > 1e-6: raise ValueError(f"the map {tuple(maps.shape[-2:])} is not the frame {(H, W)} at one stride")
     rois = [torch.as_tensor(b, dtype=maps.dtype, device=maps.device).reshape(-1, 4) for b in boxes]
-    out = roi_align(maps, rois, output_size, spatial_scale=scale, sampling_ratio=sampling_ratio, aligned=True)
-    return list(out.flatten(1).split([len(r) for r in rois]))
+    return roi_align(maps, rois, output_size, spatial_scale=scale, sampling_ratio=sampling_ratio, aligned=True)
 
 # %% ../../nbs/58d_tracking.ipynb #82de7530
 def match_scores(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:

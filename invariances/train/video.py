@@ -5,22 +5,24 @@
 # %% ../../nbs/58c_video.ipynb #9cd9ff7e
 from __future__ import annotations
 
-import contextlib, json, warnings
+import json, warnings
 from dataclasses import dataclass
 
 import numpy as np
 import torch
 
 from ..data.imageset import ImageSet
-from ..ops import warp
-from ..policies import RandomResizedCrop
+from ..ops import warp, warp_boxes
+from ..policies import Policy, RandomResizedCrop
 from ..runtime import Runtime
 from .loop import image_batch
 from .moco import MoCo, MocoConfig
 from .momentum import KeyQueue
+from .tracking import region_maps
 
 # %% auto #0
-__all__ = ['FrameTemporalConfig', 'FrameTemporal', 'pair_partners', 'GroundTruthTracksConfig', 'GroundTruthTracks', 'track_boxes']
+__all__ = ['REGION_STAGE', 'FrameTemporalConfig', 'FrameTemporal', 'pair_partners', 'GroundTruthTracksConfig',
+           'GroundTruthTracks', 'track_boxes']
 
 # %% ../../nbs/58c_video.ipynb #f142a6aa
 @dataclass
@@ -69,12 +71,18 @@ def pair_partners(train_set: ImageSet | None) -> torch.Tensor:
 class GroundTruthTracksConfig(FrameTemporalConfig):
     "Frame Temporal Invariance plus the region loss on ground-truth tracks (Purushwalkam & Gupta, supplement Algorithm 1)."
     region_weight: float = 0.5         # w: the region loss's share (the paper's 0.5 / 0.5)
-    region_context: float = 0.1        # each side of a box widened by this fraction of its size before the crop
+    region_context: float = 0.1        # each side of a box widened by this fraction of its size
+    region_features: str = "roi"       # "roi": pooled from layer3 of the frame's view (the paper's); "crop": cut, resized, a view of its own
+    region_visible: float = 0.5        # "roi": a track is used where at least this fraction of its box is inside both views
 
     def __post_init__(self):
         super().__post_init__()
         if not 0 <= self.region_weight <= 1: raise ValueError(f"GroundTruthTracksConfig.region_weight must be in [0, 1], got {self.region_weight}")
         if self.region_context < 0: raise ValueError(f"GroundTruthTracksConfig.region_context must be >= 0, got {self.region_context}")
+        if self.region_features not in ("roi", "crop"): raise ValueError(f"GroundTruthTracksConfig.region_features must be 'roi' or 'crop', got {self.region_features!r}")
+        if not 0 < self.region_visible <= 1: raise ValueError(f"GroundTruthTracksConfig.region_visible must be in (0, 1], got {self.region_visible}")
+
+REGION_STAGE = "layer3"   # the stage whose map the regions are pooled from (the paper's ROI-pooling at layer3)
 
 class GroundTruthTracks(FrameTemporal):
     "Frame Temporal Invariance with a second loss on the regions of objects tracked from one frame of a pair to the other."
@@ -84,6 +92,8 @@ class GroundTruthTracks(FrameTemporal):
                  boxes: torch.Tensor | None = None):
         super().__init__(config, policy, partner)
         if boxes is None: raise ValueError("Ground-Truth Tracks needs each pair's tracked boxes: build it with a train_set of frame pairs with `tracks`")
+        if config.region_features == "roi" and not isinstance(self.policy, Policy):
+            raise TypeError(f"region_features='roi' carries each box through the view's geometry: it needs a Policy, got {type(self.policy).__name__}")
         self.boxes = boxes                       # (N, M, 2, 4): per row, up to M objects' boxes in it and in its partner
         with self.seeded(): self.region_queue = KeyQueue(config.queue_size, config.proj_dim)
 
@@ -93,6 +103,33 @@ class GroundTruthTracks(FrameTemporal):
         return cls(config, policy, partner, track_boxes(train_set, partner, config.region_context))
 
     def forward(self, x: torch.Tensor, idx: torch.Tensor | None = None, generator: torch.Generator | None = None):
+        if self.config.region_features == "crop": return self._forward_crops(x, idx, generator)
+        n, (H, W) = len(x) // 2, x.shape[-2:]
+        (view_q, params_q), (view_k, params_k) = self.policy(x[:n], generator=generator), self.policy(x[n:], generator=generator)
+        size = self._sized(view_q).shape[-1]
+        boxes = self.boxes[idx.cpu()]                                                     # (B, M, 2, 4), NaN where no object
+        in_q, seen_q = warp_boxes(boxes[:, :, 0].nan_to_num(), self.policy.geometry(params_q, n, H, W), size)
+        in_k, seen_k = warp_boxes(boxes[:, :, 1].nan_to_num(), self.policy.geometry(params_k, n, H, W), size)
+        usable = ~boxes[..., 0, 0].isnan() & (torch.minimum(seen_q, seen_k) >= self.config.region_visible)
+        pick, keep = _pick_uniform(usable, torch.rand(n, generator=generator))          # one usable track per pair
+        whole = torch.tensor([0.0, 0.0, size, size])                  # a pair without one: the whole views, keys only
+        box_q = torch.where(keep[:, None], in_q[torch.arange(n), pick], whole).to(x.device)
+        box_k = torch.where(keep[:, None], in_k[torch.arange(n), pick], whole).to(x.device)
+
+        def frames_and_regions(encoder, head, views, rows, key):
+            maps = encoder.up_to(views, REGION_STAGE)                 # one forward to layer3; the regions are pooled from it
+            # one sample per cell of the output grid, at its centre: a box of the whole view gives back the view's own map
+            regions = region_maps(maps, (box_k if key else box_q)[rows], size, maps.shape[-2:], sampling_ratio=1)
+            return head(encoder.after(maps, REGION_STAGE)), head(encoder.after(regions, REGION_STAGE))
+        (q, region_q), (k, region_k) = self.encode(view_q, view_k, generator, frames_and_regions)
+        loss_frames, logs = self.infonce(q, k)
+        loss_regions, region_logs = self.infonce(region_q, region_k, self.region_queue, keep.to(x.device))
+        w = self.config.region_weight
+        return (1 - w) * loss_frames + w * loss_regions, {"acc": logs["acc"], "region_acc": region_logs["acc"],
+                                                          "region_kept": keep.float().mean()}
+
+    def _forward_crops(self, x, idx, generator):
+        "`region_features='crop'`: the region cut from each frame, resized to the training size and augmented as a view of its own."
         n = len(x) // 2
         loss_frames, logs = self.contrast(self.views(x[:n], generator), self.views(x[n:], generator), generator)
         boxes = self.boxes[idx.cpu()]                                       # (B, M, 2, 4), NaN where no object
@@ -102,14 +139,17 @@ class GroundTruthTracks(FrameTemporal):
         size = self.config.image_size
         crop = lambda frames, box: warp(frames, RandomResizedCrop.matrix(None, {"box": box.to(frames.device, frames.dtype)}), size)
         regions_q, regions_k = crop(x[:n], chosen[:, 0]), crop(x[n:], chosen[:, 1])
-        # fp32 on a CPU: under bf16 autocast the weights' gradients from the frame and the region branches came out
-        # different from run to run with two threads (this host, torch 2.14.1; each branch alone is exact), so the region
-        # branch reads the fp32 weights, not autocast's shared bf16 copies
-        with torch.autocast("cpu", enabled=False) if x.device.type == "cpu" else contextlib.nullcontext():
-            loss_regions, region_logs = self.contrast(self.views(regions_q.float(), generator), self.views(regions_k.float(), generator),
-                                                      generator, self.region_queue)
+        loss_regions, region_logs = self.contrast(self.views(regions_q.float(), generator), self.views(regions_k.float(), generator),
+                                                  generator, self.region_queue)
         w = self.config.region_weight
         return (1 - w) * loss_frames + w * loss_regions, {"acc": logs["acc"], "region_acc": region_logs["acc"]}
+
+def _pick_uniform(usable: torch.Tensor, u: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    "Per row of `usable (B, M)`, the column of a uniformly drawn True entry (`u (B,)` uniform in [0, 1)), and whether the row has one."
+    count = usable.sum(1)
+    k = (u * count).long()                                                    # the k-th usable column, k < count
+    pick = (usable.cumsum(1) > k[:, None]).float().argmax(1)
+    return pick, count > 0
 
 def track_boxes(train_set: ImageSet, partner: torch.Tensor, context: float = 0.1) -> torch.Tensor:
     """For each row of a set of frame pairs, the boxes `(top, left, height, width)` (fractions of the frame, widened by
