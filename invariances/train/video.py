@@ -104,17 +104,10 @@ class GroundTruthTracks(FrameTemporal):
 
     def forward(self, x: torch.Tensor, idx: torch.Tensor | None = None, generator: torch.Generator | None = None):
         if self.config.region_features == "crop": return self._forward_crops(x, idx, generator)
-        n, (H, W) = len(x) // 2, x.shape[-2:]
+        n = len(x) // 2
         (view_q, params_q), (view_k, params_k) = self.policy(x[:n], generator=generator), self.policy(x[n:], generator=generator)
         size = self._sized(view_q).shape[-1]
-        boxes = self.boxes[idx.cpu()]                                                     # (B, M, 2, 4), NaN where no object
-        in_q, seen_q = warp_boxes(boxes[:, :, 0].nan_to_num(), self.policy.geometry(params_q, n, H, W), size)
-        in_k, seen_k = warp_boxes(boxes[:, :, 1].nan_to_num(), self.policy.geometry(params_k, n, H, W), size)
-        usable = ~boxes[..., 0, 0].isnan() & (torch.minimum(seen_q, seen_k) >= self.config.region_visible)
-        pick, keep = _pick_uniform(usable, torch.rand(n, generator=generator))          # one usable track per pair
-        whole = torch.tensor([0.0, 0.0, size, size])                  # a pair without one: the whole views, keys only
-        box_q = torch.where(keep[:, None], in_q[torch.arange(n), pick], whole).to(x.device)
-        box_k = torch.where(keep[:, None], in_k[torch.arange(n), pick], whole).to(x.device)
+        box_q, box_k, keep = (t.to(x.device) for t in self.region_boxes(idx, params_q, params_k, x.shape[-2:], size, generator))
 
         def frames_and_regions(encoder, head, views, rows, key):
             maps = encoder.up_to(views, REGION_STAGE)                 # one forward to layer3; the regions are pooled from it
@@ -127,6 +120,21 @@ class GroundTruthTracks(FrameTemporal):
         w = self.config.region_weight
         return (1 - w) * loss_frames + w * loss_regions, {"acc": logs["acc"], "region_acc": region_logs["acc"],
                                                           "region_kept": keep.float().mean()}
+
+    def region_boxes(self, idx: torch.Tensor, params_q, params_k, frame_size: tuple[int, int], size: int,
+                     generator: torch.Generator | None = None):
+        """For each pair `idx` of a step whose views were drawn with `params_q` and `params_k`: one track drawn uniformly
+        among those with at least `region_visible` of their box inside both views, its boxes in the query's and the
+        key's view `(B, 4)` (`(x0, y0, x1, y1)`, pixels), and whether the pair has one (without: the whole views)."""
+        n, (H, W) = len(idx), frame_size
+        boxes = self.boxes[idx.cpu()]                                                     # (B, M, 2, 4), NaN where no object
+        in_q, seen_q = warp_boxes(boxes[:, :, 0].nan_to_num(), self.policy.geometry(params_q, n, H, W), size)
+        in_k, seen_k = warp_boxes(boxes[:, :, 1].nan_to_num(), self.policy.geometry(params_k, n, H, W), size)
+        usable = ~boxes[..., 0, 0].isnan() & (torch.minimum(seen_q, seen_k) >= self.config.region_visible)
+        pick, keep = _pick_uniform(usable, torch.rand(n, generator=generator))
+        whole = torch.tensor([0.0, 0.0, size, size])
+        rows = torch.arange(n)
+        return (torch.where(keep[:, None], in_q[rows, pick], whole), torch.where(keep[:, None], in_k[rows, pick], whole), keep)
 
     def _forward_crops(self, x, idx, generator):
         "`region_features='crop'`: the region cut from each frame, resized to the training size and augmented as a view of its own."
