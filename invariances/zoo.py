@@ -26,10 +26,10 @@ from .train.methods import SNAPSHOT_DIR, SNAPSHOT_FRACTIONS, get_method, method_
 from .train.tracking import TrackingConfig, region_tracks
 
 # %% auto #0
-__all__ = ['VIDEO_CLIP', 'TRACKER', 'TRACKING', 'DATA', 'REAL_FOLDERS', 'MODELS', 'ZOO_VERSION', 'FUSIONS', 'MODEL_FILES',
-           'SNAPSHOTS', 'dataset', 'data_identity', 'ZooModel', 'get_model', 'labels', 'model_config', 'model_key',
-           'model_dir', 'Fusion', 'fusion_parts', 'instance', 'parse_instance', 'get', 'training_estimate', 'is_cached',
-           'weights_digest', 'training_record', 'snapshots', 'snapshot_record']
+__all__ = ['VIDEO_CLIP', 'DAVIS_CLIP', 'TRACKER', 'TRACKING', 'DATA', 'REAL_FOLDERS', 'REAL_VIDEO_DATA', 'MODELS', 'ZOO_VERSION',
+           'FUSIONS', 'MODEL_FILES', 'SNAPSHOTS', 'dataset', 'data_identity', 'ZooModel', 'get_model', 'labels',
+           'model_config', 'model_key', 'model_dir', 'Fusion', 'fusion_parts', 'instance', 'parse_instance', 'get',
+           'training_estimate', 'is_cached', 'weights_digest', 'training_record', 'snapshots', 'snapshot_record']
 
 # %% ../nbs/60_zoo.ipynb #ac3d997a
 def _synthetic_objects(split, n, p, root):
@@ -70,43 +70,62 @@ def _synthetic_videos(split, n, p, root):
     from invariances.data.synthetic import video_set
     return video_set(n_videos=max(1, (n or 20_000) // VIDEO_CLIP["frames"]), n_frames=VIDEO_CLIP["frames"], size=p.image_size, split=split)
 
-def _synthetic_video_frames(split, n, p, root):
-    from invariances.data.imageset import video_frames
-    return video_frames(_synthetic_videos(split, n, p, root), VIDEO_CLIP["baseline_frames"])
+# On profiles of real data the video models train on DAVIS-2016 under the data root in place of the rendered clips
+# (`REAL_VIDEO_DATA`; the project's copy: 20 sequences, 1,376 frames, no split lists, so every sequence trains; the
+# tables evaluate the models on other data). Its sequences run at 24 fps: clips of one second (24 frames) as separate
+# videos (the supplement's temporal chunks), pairs a third of a second apart, three frames per clip for the Baseline.
+# The paper's chunks of 60 frames with pairs 40 apart would leave about thirty pairs in DAVIS; the ground-truth tracks
+# are the masks' boxes (`data.video.davis_clips`).
+DAVIS_CLIP = {"frames": 24, "gap": 8, "baseline_frames": 3}
 
-def _synthetic_video_pairs(split, n, p, root):
-    from invariances.data.imageset import frame_pairs
-    return frame_pairs(_synthetic_videos(split, n, p, root), VIDEO_CLIP["gap"])
+def _davis_videos(split, n, p, root):
+    from invariances.data.video import davis_clips
+    return davis_clips(data_root(root, required=True), DAVIS_CLIP["frames"], size=p.image_size)
+
+def _video_sets(videos, clip: dict, pairs_data: str):
+    "The three training sets of the video models from a source of clips: the Baseline's frames, frame pairs, pairs with region tracks."
+    from invariances.data.imageset import frame_pairs, video_frames
+    def frames(split, n, p, root): return video_frames(videos(split, n, p, root), clip["baseline_frames"])
+    def pairs(split, n, p, root): return frame_pairs(videos(split, n, p, root), clip["gap"])
+    def region_tracks_(split, n, p, root):
+        source = data_identity(p, root, pairs_data)                  # the clips' source and shape
+        folder = cache_dir("tracks", f"{p.name}-{split}-" + config_key(source | _tracks_identity(p, root) | {"split": split, "n": n}))
+        tracker = lambda: get(TRACKER, p, 0, root, progress=False)   # loaded (or trained) only if the tracks are not in the store
+        return region_tracks(videos(split, n, p, root), tracker, clip["gap"], TRACKING, cache=folder)
+    return frames, pairs, region_tracks_
 
 # The Region Tracker's pairs (Sec. 5): the same frame pairs, each with the tracks `train.tracking.region_tracks` found
 # from its first frame to its second with the features of the Baseline (`TRACKER` at seed 0, trained first if need
 # be) and the settings `TRACKING`; kept in the store, keyed by the clips, that model and those settings.
 TRACKER, TRACKING = "video-baseline", TrackingConfig()
 
-def _synthetic_video_region_tracks(split, n, p, root):
-    clips = data_identity(p, root, "synthetic-video-pairs")         # the renderer's version and the clips' shape
-    folder = cache_dir("tracks", f"{p.name}-{split}-" + config_key(clips | _tracks_identity(p, root) | {"split": split, "n": n}))
-    videos = _synthetic_videos(split, n, p, root)
-    tracker = lambda: get(TRACKER, p, 0, root, progress=False)       # loaded (or trained) only if the tracks are not in the store
-    return region_tracks(videos, tracker, VIDEO_CLIP["gap"], TRACKING, cache=folder)
-
 def _tracks_identity(p: Profile, root) -> dict:
     return {"tracker": f"{TRACKER}-{p.name}-s0-{model_key(TRACKER, p, 0, root)}", "tracking": TRACKING.identity()}
+
+_synthetic_video_frames, _synthetic_video_pairs, _synthetic_video_region_tracks = _video_sets(_synthetic_videos, VIDEO_CLIP, "synthetic-video-pairs")
+_davis_video_frames, _davis_video_pairs, _davis_video_region_tracks = _video_sets(_davis_videos, DAVIS_CLIP, "davis-video-pairs")
 
 DATA = {"synthetic-objects": _synthetic_objects, "synthetic-scenes": _synthetic_scenes, "synthetic-crops": _synthetic_crops,
         "synthetic-video-frames": _synthetic_video_frames, "synthetic-video-pairs": _synthetic_video_pairs,
         "synthetic-video-region-tracks": _synthetic_video_region_tracks,
+        "davis-video-frames": _davis_video_frames, "davis-video-pairs": _davis_video_pairs,
+        "davis-video-region-tracks": _davis_video_region_tracks,
         "tiny-imagenet": _tiny_imagenet, "imagenet": _imagenet}
-REAL_FOLDERS = {"tiny-imagenet": "tiny-imagenet-200", "imagenet": "imagenet"}
+REAL_FOLDERS = {"tiny-imagenet": "tiny-imagenet-200", "imagenet": "imagenet", "davis-video-frames": "davis-2016",
+                "davis-video-pairs": "davis-2016", "davis-video-region-tracks": "davis-2016"}
+REAL_VIDEO_DATA = {"synthetic-video-frames": "davis-video-frames", "synthetic-video-pairs": "davis-video-pairs",
+                   "synthetic-video-region-tracks": "davis-video-region-tracks"}
 
 def _data_name(p: Profile, data: str | None) -> str:
     name = data or p.data
+    if p.data in REAL_FOLDERS: name = REAL_VIDEO_DATA.get(name, name)   # a profile of real data: real videos
     if name not in DATA: raise ValueError(f"unknown data {name!r}; zoo.DATA has {list(DATA)}")
     return name
 
 def dataset(profile: str | Profile, split: str = "train", n: int | None = None, root=None, seed: int = 0,
             data: str | None = None) -> ImageSet:
-    "The `split` of `data` (default: the profile's data) at the profile's image size (`n` images drawn with `seed`, all if None)."
+    """The `split` of `data` (default: the profile's data) at the profile's image size (`n` images drawn with `seed`, all
+    if None). On a profile of real data, rendered videos are DAVIS's (`REAL_VIDEO_DATA`)."""
     p = get_profile(profile)
     s = DATA[_data_name(p, data)](split, n, p, root)
     if n is not None and n < len(s):
@@ -116,16 +135,16 @@ def dataset(profile: str | Profile, split: str = "train", n: int | None = None, 
 def data_identity(profile: str | Profile, root=None, data: str | None = None) -> dict:
     "What identifies training data (default: the profile's) in a model's key: renderer version or the real files' digest."
     p = get_profile(profile); name = _data_name(p, data)
+    video = ({"clip": dict(DAVIS_CLIP if name.startswith("davis-video") else VIDEO_CLIP)} if "-video-" in name else {}) \
+        | (_tracks_identity(p, root) if name.endswith("-video-region-tracks") else {})
     if name in REAL_FOLDERS:
         folder = data_root(root, required=True) / REAL_FOLDERS[name]
         if not folder.is_dir(): raise FileNotFoundError(f"profile {p.name!r} needs {folder} (see data_manifests/)")
-        return {"data": name, "tree": "%d:%s" % _cached_tree_digest(folder)}
+        return {"data": name, "tree": "%d:%s" % _cached_tree_digest(folder)} | video
     from invariances.data.render import RENDERER_VERSION
     from invariances.data.synthetic import SCENE_COOCCURRENCE
     scenes = {"cooccur": list(SCENE_COOCCURRENCE["cooccur"]), "cooccur_p": SCENE_COOCCURRENCE["cooccur_p"]}
-    return ({"data": name, "renderer": RENDERER_VERSION} | (scenes if name in ("synthetic-scenes", "synthetic-crops") else {})
-            | ({"clip": dict(VIDEO_CLIP)} if name.startswith("synthetic-video") else {})
-            | (_tracks_identity(p, root) if name == "synthetic-video-region-tracks" else {}))
+    return {"data": name, "renderer": RENDERER_VERSION} | (scenes if name in ("synthetic-scenes", "synthetic-crops") else {}) | video
 
 _TREE_DIGESTS = {}
 def _cached_tree_digest(folder: Path):

@@ -5,7 +5,7 @@
 # %% ../../nbs/16d_video.ipynb #670a846a
 from __future__ import annotations
 
-import os, re
+import json, os, re
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +17,7 @@ from .loading import _imageset, _require
 from .manifests import DatasetError, dataset_dir
 
 # %% auto #0
-__all__ = ['mask_boxes', 'load_davis2016', 'davis_tracks', 'davis_frame_pairs', 'got10k_occlusion_trajectories',
+__all__ = ['mask_boxes', 'load_davis2016', 'davis_tracks', 'davis_frame_pairs', 'davis_clips', 'got10k_occlusion_trajectories',
            'load_trackingnet']
 
 # %% ../../nbs/16d_video.ipynb #079a42bf
@@ -82,6 +82,30 @@ def davis_frame_pairs(root=None, gap: int = 10, size=None, split=None, cache=Tru
     out.meta["target"], out.meta["trajectory"] = out.meta["trajectory"], out.meta.pop("pair")
     out.name = f"davis-2016/pairs{gap}"
     return out
+
+def davis_clips(root=None, frames: int | None = 24, size=None, split=None, cache=True, on_error="raise") -> ImageSet:
+    """DAVIS-2016 as videos for training, in the rendered clips' columns: each sequence cut into clips of `frames`
+    consecutive frames, each clip a video of its own (Purushwalkam & Gupta, supplement B: temporal chunks; None: whole
+    sequences). `trajectory` = clip, `frame` = index within it (`sequence` and `sequence_frame` keep the original),
+    `tracks` = the mask's box as object 0 (JSON `[[0, 1, x0, y0, x1, y1]]` in the returned image's pixels, `[]` where the
+    mask is empty, counted in `meta.attrs['empty_masks']`): the ground-truth tracks of the video models."""
+    if frames is not None and (isinstance(frames, bool) or int(frames) != frames or frames < 2):
+        raise ValueError(f"frames (per clip) must be an integer >= 2 or None, got {frames!r}")
+    s = load_davis2016(root, split, size, cache, on_error)
+    m = s.meta.sort_values(["sequence", "frame"], kind="stable")
+    s = s.subset(m.index.to_numpy())
+    m = s.meta
+    m["sequence_frame"] = m.frame.to_numpy()
+    position = m.groupby("sequence").cumcount().to_numpy()                   # the frame's place in its sequence
+    chunk = position // frames if frames else np.zeros(len(m), int)
+    m["trajectory"] = pd.MultiIndex.from_arrays([m.sequence.to_numpy(), chunk]).factorize()[0]   # clips in order
+    m["frame"] = position - chunk * (frames or 0)
+    boxes = m[["x0", "y0", "x1", "y1"]].to_numpy()
+    m["tracks"] = [json.dumps([[0, 1, *np.round(b, 2).tolist()]]) if np.isfinite(b).all() else "[]" for b in boxes]
+    m.attrs["empty_masks"] = int((~np.isfinite(boxes).all(1)).sum())
+    m["param"], m["target"] = m.frame.astype(float), m.trajectory
+    s.name = f"davis-2016/clips{frames}" if frames else "davis-2016/sequences"
+    return s
 
 # %% ../../nbs/16d_video.ipynb #d4e66beb
 def _read_labels(path: Path, name: str) -> np.ndarray:
