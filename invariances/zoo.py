@@ -72,11 +72,11 @@ def _synthetic_videos(split, n, p, root):
 
 # On profiles of real data the video models train on DAVIS-2016 under the data root in place of the rendered clips
 # (`REAL_VIDEO_DATA`; the project's copy: 20 sequences, 1,376 frames, no split lists, so every sequence trains; the
-# tables evaluate the models on other data). Its sequences run at 24 fps: clips of one second (24 frames) as separate
-# videos (the supplement's temporal chunks), pairs a third of a second apart, three frames per clip for the Baseline.
-# The paper's chunks of 60 frames with pairs 40 apart would leave about thirty pairs in DAVIS; the ground-truth tracks
-# are the masks' boxes (`data.video.davis_clips`).
-DAVIS_CLIP = {"frames": 24, "gap": 8, "baseline_frames": 3}
+# tables evaluate the models on other data). The paper's pairs 40 frames apart at 30 fps (1.33 s) are 32 frames at
+# DAVIS's 24 fps; its sampling (i mod k = 0, 3 frames per video for the Baseline) would leave DAVIS about 30 pairs and
+# 60 frames, fewer than one batch, so here a pair starts at every frame (`stride` 1: 736 pairs) and the Baseline
+# trains on every frame. The ground-truth tracks are the masks' boxes (`data.video.davis_clips`).
+DAVIS_CLIP = {"frames": None, "gap": 32, "stride": 1, "baseline_frames": None}
 
 def _davis_videos(split, n, p, root):
     from invariances.data.video import davis_clips
@@ -85,13 +85,15 @@ def _davis_videos(split, n, p, root):
 def _video_sets(videos, clip: dict, pairs_data: str):
     "The three training sets of the video models from a source of clips: the Baseline's frames, frame pairs, pairs with region tracks."
     from invariances.data.imageset import frame_pairs, video_frames
-    def frames(split, n, p, root): return video_frames(videos(split, n, p, root), clip["baseline_frames"])
-    def pairs(split, n, p, root): return frame_pairs(videos(split, n, p, root), clip["gap"])
+    def frames(split, n, p, root):
+        v = videos(split, n, p, root)
+        return v if clip["baseline_frames"] is None else video_frames(v, clip["baseline_frames"])
+    def pairs(split, n, p, root): return frame_pairs(videos(split, n, p, root), clip["gap"], stride=clip.get("stride"))
     def region_tracks_(split, n, p, root):
         source = data_identity(p, root, pairs_data)                  # the clips' source and shape
         folder = cache_dir("tracks", f"{p.name}-{split}-" + config_key(source | _tracks_identity(p, root) | {"split": split, "n": n}))
         tracker = lambda: get(TRACKER, p, 0, root, progress=False)   # loaded (or trained) only if the tracks are not in the store
-        return region_tracks(videos(split, n, p, root), tracker, clip["gap"], TRACKING, cache=folder)
+        return region_tracks(videos(split, n, p, root), tracker, clip["gap"], TRACKING, cache=folder, stride=clip.get("stride"))
     return frames, pairs, region_tracks_
 
 # The Region Tracker's pairs (Sec. 5): the same frame pairs, each with the tracks `train.tracking.region_tracks` found

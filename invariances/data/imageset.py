@@ -57,21 +57,23 @@ def video_frames(s: ImageSet, per_video: int, video: str = "trajectory", frame: 
     out = s.subset(np.array(keep)); out.name = f"{s.name}/frames{per_video}"
     return out
 
-def frame_pairs(s: ImageSet, gap: int, video: str = "trajectory", frame: str = "frame") -> ImageSet:
-    """Pairs $(z_i, z_{i+gap})$ of frames of one video with $i \\bmod gap = 0$, as consecutive rows numbered in a `pair`
-    column; videos too short for a pair are skipped with a warning that counts them."""
+def frame_pairs(s: ImageSet, gap: int, video: str = "trajectory", frame: str = "frame", stride: int | None = None) -> ImageSet:
+    """Pairs $(z_i, z_{i+gap})$ of frames of one video with $i \\bmod gap = 0$ (with `stride`: $i \\bmod stride = 0$), as
+    consecutive rows numbered in a `pair` column; videos too short for a pair are skipped with a warning that counts them."""
     if isinstance(gap, bool) or int(gap) != gap or gap < 1: raise ValueError(f"gap must be an integer >= 1, got {gap!r}")
+    stride = gap if stride is None else stride
+    if isinstance(stride, bool) or int(stride) != stride or stride < 1: raise ValueError(f"stride must be an integer >= 1, got {stride!r}")
     _need_columns(s, video, frame, "frame_pairs")
     m = s.meta
     row = {(v, f): i for i, (v, f) in enumerate(zip(m[video], m[frame]))}
-    pairs = [(i, row[(v, f + gap)]) for i, (v, f) in enumerate(zip(m[video], m[frame])) if f % gap == 0 and (v, f + gap) in row]
+    pairs = [(i, row[(v, f + gap)]) for i, (v, f) in enumerate(zip(m[video], m[frame])) if f % stride == 0 and (v, f + gap) in row]
     lengths = m.groupby(video)[frame].size()
     if not pairs:
         raise ValueError(f"{s.name}: no pair of frames {gap} apart (videos of {lengths.min()} to {lengths.max()} frames)")
     skipped = len(lengths) - len({m[video].iat[i] for i, _ in pairs})
     if skipped: warnings.warn(f"{s.name}: {skipped} of {len(lengths)} videos hold no pair of frames {gap} apart: skipped", stacklevel=2)
     out = s.subset(np.array(pairs).reshape(-1))
-    out.meta["pair"] = np.repeat(np.arange(len(pairs)), 2); out.name = f"{s.name}/pairs{gap}"
+    out.meta["pair"] = np.repeat(np.arange(len(pairs)), 2); out.name = f"{s.name}/pairs{gap}" + (f"every{stride}" if stride != gap else "")
     return out
 
 def _need_columns(s: ImageSet, video: str, frame: str, what: str):

@@ -45,8 +45,9 @@ class TrackingConfig:
     def identity(self) -> dict: return asdict(self)
 
 def region_tracks(videos: ImageSet, encoder: nn.Module | Callable[[], nn.Module], gap: int, config: TrackingConfig = TrackingConfig(),
-                  video: str = "trajectory", frame: str = "frame", n_jobs: int | None = None, cache=None) -> ImageSet:
-    """The frame pairs of `videos` `gap` frames apart (`frame_pairs`), each pair's region tracks in a `tracks` column:
+                  video: str = "trajectory", frame: str = "frame", n_jobs: int | None = None, cache=None,
+                  stride: int | None = None) -> ImageSet:
+    """The frame pairs of `videos` `gap` frames apart (`frame_pairs`, with its `stride`), each pair's region tracks in a `tracks` column:
     proposals by `selective_search`, features of `encoder` at `config.layer` by `region_features`, matches between
     consecutive frames by `match_scores`, tracks by `track_scores` from the pair's first frame through every frame between
     to its second; each region of the first frame goes to its best end, and the tracks whose product of matches reaches
@@ -54,7 +55,7 @@ def region_tracks(videos: ImageSet, encoder: nn.Module | Callable[[], nn.Module]
     the model, called only when the tracks are computed. Frames without proposals and pairs
     without a track are counted in warnings (their pairs train on the whole frames). `cache`: a store folder that keeps
     the tracks (its key, the caller's, must name the videos, the tracking model and `config`): read back when sealed."""
-    pairs = frame_pairs(videos, gap, video, frame)
+    pairs = frame_pairs(videos, gap, video, frame, stride)
     if "tracks" in pairs.meta: pairs.meta["true_tracks"] = pairs.meta["tracks"]   # the renderer's, kept for checks
     pairs.name = f"{pairs.name}/region-tracks"
     if cache is not None and (kept := _cached_tracks(Path(cache), len(pairs))) is not None:
