@@ -222,9 +222,10 @@ def make_fixture(name: str, root: str | os.PathLike) -> Path:
             (d / "TRAIN_0/anno" / f"{v}.txt").write_text("".join(f"{1 + f},{2},{10},{8}\n" for f in range(4)))
     elif name == "ade20k":
         base = d / "ADEChallengeData2016"
-        for k in range(1, 3):
-            _img(base / "images/validation" / f"ADE_val_{k:08d}.jpg", (12, 16), seed=k)
-            _img(base / "annotations/validation" / f"ADE_val_{k:08d}.png", (12, 16), value=k, mode="L")
+        for split, stem in (("validation", "ADE_val"), ("training", "ADE_train")):
+            for k in range(1, 3):
+                _img(base / "images" / split / f"{stem}_{k:08d}.jpg", (12, 16), seed=k)
+                _img(base / "annotations" / split / f"{stem}_{k:08d}.png", (12, 16), value=k, mode="L")
     elif name == "pascal-parts":
         for k, stem in enumerate(["2008_000002", "2008_000003"]):
             _img(d / "JPEGImages" / f"{stem}.jpg", (20, 30), seed=k)

@@ -21,9 +21,9 @@ from .readouts import few_shot_accuracy
 
 # %% auto #0
 __all__ = ['DOWNSTREAM_TASKS', 'FACTORS', 'RENDERED_FACTORS', 'FACTOR_FAMILY', 'TRANSFER_TASKS', 'TASK_FAMILY', 'TASK_DATA',
-           'DownstreamTask', 'few_shot', 'downstream_task', 'factor_task', 'transfer_task', 'transfer_tasks',
-           'task_readout', 'TransferTable', 'transfer_table', 'scene_sets', 'scene_labels', 'scene_readouts', 'rotated',
-           'corrupted_sets', 'looc_transfer_row']
+           'PASCAL_PART_CLASSES', 'DownstreamTask', 'few_shot', 'downstream_task', 'factor_task', 'transfer_task',
+           'transfer_tasks', 'task_readout', 'TransferTable', 'transfer_table', 'scene_sets', 'scene_labels',
+           'scene_readouts', 'parsing_sets', 'part_sets', 'rotated', 'corrupted_sets', 'looc_transfer_row']
 
 # %% ../../nbs/72_tasks.ipynb #88030280
 @dataclass
@@ -289,6 +289,71 @@ def scene_readouts(features: Mapping[str, Mapping[str, np.ndarray]], sets: Mappi
         rows.append({"model": m, "scenes_map": scenes_r.map, "crops_map": crops_r.map, "objects_top1": obj["top1"],
                      "scenes_chance": scenes_r.chance, "crops_chance": crops_r.chance})
     return pd.DataFrame(rows).set_index("model"), dropped
+
+# %% ../../nbs/72_tasks.ipynb #e5c51dba
+PASCAL_PART_CLASSES = ("aeroplane", "bicycle", "bird", "bus", "car", "cat", "cow", "dog", "horse", "motorbike", "person", "sheep")  # supp. Table 5's
+
+def parsing_sets(profile, n_train: int, n_test: int, seed: int = 0, root=None) -> tuple[dict, int]:
+    """The scene-parsing sets of Purushwalkam & Gupta's Table 3 at `profile`: `{"train": (ImageSet, labels), "test": ...}`,
+    labels `(N, H, W)` uint8 with 0 the background (or ADE20K's "other"), and the number of classes."""
+    from invariances import zoo
+    from invariances.data.manifests import dataset_available
+    from invariances.data.render import CATEGORIES
+    from invariances.data.synthetic import SCENE_COOCCURRENCE, scene_set
+    from invariances.evaluation.segmentation import semantic_masks
+    p = zoo.get_profile(profile)
+    if p.data in zoo.REAL_FOLDERS and dataset_available("ade20k", root):
+        from invariances.data.scenes import load_ade20k
+        sets = {split: load_ade20k(root, folder, p.image_size, max_images=n)
+                for split, folder, n in (("train", "training", n_train), ("test", "validation", n_test))}
+        return {split: (s, np.asarray(labels)) for split, (s, labels) in sets.items()}, 151
+    out = {}
+    for split, n in (("train", n_train), ("test", n_test)):
+        images, masks = scene_set(n, p.image_size, seed=seed + 24, split="val" if split == "train" else "test", with_masks=True, **SCENE_COOCCURRENCE)
+        out[split] = (images, semantic_masks(masks.parts))
+    return out, len(CATEGORIES) + 1
+
+def part_sets(profile, n_train: int, n_test: int, seed: int = 0, root=None) -> tuple[dict, dict]:
+    """The object-part sets of Purushwalkam & Gupta's supplementary Table 5 at `profile`: `{(category, split): (ImageSet,
+    labels)}` (split `train` / `test`; labels `(N, H, W)` uint8, part k at k, 0 elsewhere) and each category's part
+    names in label order."""
+    from invariances import zoo
+    from invariances.data.manifests import dataset_available
+    from invariances.data.render import CATEGORIES
+    from invariances.data.synthetic import object_set
+    from invariances.evaluation.segmentation import category_parts, part_masks
+    p = zoo.get_profile(profile); size = p.image_size
+    if p.data in zoo.REAL_FOLDERS and dataset_available("pascal-parts", root):
+        return _pascal_part_sets(root, size, n_train, n_test, seed)
+    sets = {}
+    for c in CATEGORIES:
+        for split, n, s in (("train", n_train, seed + 31), ("test", n_test, seed + 32)):
+            images, masks = object_set(n, size, seed=s, split="val" if split == "train" else "test", categories=[c], with_masks=True)
+            sets[c, split] = (images, part_masks(masks.parts, c))
+    return sets, {c: category_parts(c) for c in CATEGORIES}
+
+def _pascal_part_sets(root, size: int, n_train: int, n_test: int, seed: int):
+    from PIL import Image
+    from invariances.data.scenes import load_pascal_parts
+    crops, parts = load_pascal_parts(root, size, classes=PASCAL_PART_CLASSES)
+    resized = lambda m: np.asarray(Image.fromarray(m.astype(np.uint8)).resize((size, size), Image.NEAREST)) > 0
+    sets, names = {}, {}
+    for c in PASCAL_PART_CLASSES:
+        rows = np.flatnonzero(crops.meta.class_name.to_numpy() == c)
+        if not len(rows): continue
+        images = np.random.default_rng(seed).permutation(sorted(set(crops.meta.path.iloc[rows])))   # one image: one side
+        count = np.cumsum([np.sum(crops.meta.path.iloc[rows] == im) for im in images])
+        side = {im: "test" if k <= n_test else "train" if k <= n_test + n_train else None for im, k in zip(images, count)}
+        split_of = np.array([side[im] for im in crops.meta.path.iloc[rows]])
+        names[c] = sorted({n for r in rows[split_of == "train"] for n in parts[r]})
+        for split in ("train", "test"):
+            chosen = rows[split_of == split]
+            labels = np.zeros((len(chosen), size, size), np.uint8)
+            for i, r in enumerate(chosen):
+                for k, n in enumerate(names[c], 1):
+                    if n in parts[r]: labels[i][resized(parts[r][n])] = k
+            sets[c, split] = (crops.subset(chosen), labels)
+    return sets, names
 
 # %% ../../nbs/72_tasks.ipynb #b7d2e002
 def rotated(s: ImageSet, seed: int = 0) -> ImageSet:
