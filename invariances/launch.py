@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse, contextlib, dataclasses, json, math, os, subprocess, sys, tempfile, time, zlib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np, torch
 
@@ -189,11 +190,15 @@ def dry_runtime() -> Runtime:
     if torch.cuda.is_available(): return Runtime.detect("cuda")
     return Runtime.cpu("bf16+channels_last", "dry run: the CUDA runtime's precision on the CPU")
 
-def fabricated_root(profile: Profile, folder: Path) -> str | None:
-    "A data root under `folder` holding a fabricated copy of `profile`'s real data set (None for rendered data)."
+def fabricated_root(profile: Profile, folder: Path, models: Sequence[str] = ()) -> str | None:
+    """A data root under `folder` holding a fabricated copy of `profile`'s real data set (None for rendered data), and of
+    DAVIS-2016 when one of `models` trains on video (`zoo.REAL_VIDEO_DATA`), its sequences long enough for a pair."""
     if profile.data not in zoo.REAL_FOLDERS: return None
     from invariances.data.fixtures import make_fixture
-    make_fixture(profile.data, folder); return str(folder)
+    make_fixture(profile.data, folder)
+    if any(zoo.get_model(m).data in zoo.REAL_VIDEO_DATA for m in models):
+        make_fixture("davis-2016", folder, frames=zoo.DAVIS_CLIP["gap"] + 2)
+    return str(folder)
 
 # %% ../nbs/84_launch.ipynb #c1da7053
 def dry_run(batch: str | Batch, only: list[str] | None = None, echo=print) -> dict:
@@ -218,7 +223,7 @@ def dry_run(batch: str | Batch, only: list[str] | None = None, echo=print) -> di
             encoders, p, runtime = {}, None, dry_runtime()
             if models:
                 p = dry_profile(models[0].profile, [m.name for m in models])
-                root = fabricated_root(p, scratch / "data")
+                root = fabricated_root(p, scratch / "data", [m.name for m in models])
                 for m in models:
                     try: encoders[zoo.instance(m.name, m.seed, settings.get("seed") or 0)] = zoo.get(m.name, p, m.seed, root, runtime=runtime, progress=False)
                     except Exception as e:
@@ -543,6 +548,20 @@ def _every_model_step(run: RunSpec, settings: dict, encoders: dict, p: Profile, 
     assert per_image.cosine.notna().all(), "a whitened cosine came out NaN"
     return f"{len(encoders)} models' RIS of 2 viewpoint trajectories and whitened cosine to {sorted(kinds.values())} on {p.image_size} px"
 
+def _pg_table3_step(run: RunSpec, settings: dict, encoders: dict, p: Profile, runtime: Runtime, scratch: Path) -> str:
+    """pg_table3.ipynb: Table 2's readouts (its step) and the scene-parsing head on each model's last map, fitted one
+    epoch on 4 scenes of `parsing_sets` (rendered: the fabricated root holds no ADE20K), scored on 2."""
+    from invariances.evaluation.segmentation import UpsamplingHead, segmentation_readout
+    from invariances.evaluation.tasks import parsing_sets
+    from invariances.features import extract_maps
+    _pg_table2_step(run, settings, encoders, p, runtime, scratch)
+    parsing, n_classes = parsing_sets(p, 4, 2, settings["seed"], settings.get("data_root"))
+    for enc in encoders.values():
+        (train, y_train), (test, y_test) = parsing["train"], parsing["test"]
+        x_train, x_test = (extract_maps(enc, s, "backbone.layer4", runtime=runtime) for s in (train, test))
+        segmentation_readout(lambda: UpsamplingHead(x_train.shape[1], n_classes, p.image_size), x_train, y_train, x_test, y_test, n_classes, epochs=1)
+    return f"Table 3: {len(encoders)} models' Table 2 readouts and scene-parsing heads on {p.image_size} px"
+
 def _pg_supp_table5_step(run: RunSpec, settings: dict, encoders: dict, p: Profile, runtime: Runtime, scratch: Path) -> str:
     "pg_supp_table5.ipynb: 6 rendered objects of one category with part masks; every model's features, a PartDecoder fitted one epoch on 4."
     from invariances.data.render import CATEGORIES
@@ -561,6 +580,6 @@ DRY_STEPS = {"ericsson_table2.ipynb": _table2_step, "ericsson_table3.ipynb": _ta
              "ericsson_table4.ipynb": _table4_step, "ericsson_table5.ipynb": _table5_step, "ericsson_tablec1.ipynb": _tablec1_step,
              "ericsson_figures.ipynb": _figures_step, "ericsson_figc1.ipynb": _figc1_step, "ericsson_figc2.ipynb": _figc2_step,
              "runner_check.ipynb": _runner_step, "xiao_table1.ipynb": _xiao_table1_step,
-             "xiao_table2.ipynb": _xiao_table2_step, "pg_table1.ipynb": _pg_table1_step, "pg_table4.ipynb": _pg_table1_step, "pg_table2.ipynb": _pg_table2_step, "pg_supp_table5.ipynb": _pg_supp_table5_step, "every_model.ipynb": _every_model_step, "xiao_table3.ipynb": _xiao_table3_step,
+             "xiao_table2.ipynb": _xiao_table2_step, "pg_table1.ipynb": _pg_table1_step, "pg_table4.ipynb": _pg_table1_step, "pg_table2.ipynb": _pg_table2_step, "pg_table3.ipynb": _pg_table3_step, "pg_supp_table5.ipynb": _pg_supp_table5_step, "every_model.ipynb": _every_model_step, "xiao_table3.ipynb": _xiao_table3_step,
              "xiao_figure3.ipynb": _xiao_figure3_step, "xiao_table5.ipynb": _xiao_table5_step,
              "xiao_table4.ipynb": _xiao_table4_step, "xiao_tablee1.ipynb": _xiao_tablee1_step}

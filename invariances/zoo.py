@@ -131,7 +131,10 @@ def dataset(profile: str | Profile, split: str = "train", n: int | None = None, 
     p = get_profile(profile)
     s = DATA[_data_name(p, data)](split, n, p, root)
     if n is not None and n < len(s):
-        s = s.subset(np.sort(np.random.default_rng(seed).choice(len(s), n, replace=False)))
+        rng = np.random.default_rng(seed)
+        if "pair" in s.meta:      # frame pairs: whole pairs, each frame with its partner
+            s = s.subset(np.flatnonzero(s.meta.pair.isin(rng.choice(s.meta.pair.unique(), max(1, n // 2), replace=False))))
+        else: s = s.subset(np.sort(rng.choice(len(s), n, replace=False)))
     return s
 
 def data_identity(profile: str | Profile, root=None, data: str | None = None) -> dict:

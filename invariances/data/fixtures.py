@@ -32,8 +32,9 @@ def _pts_text(pts: np.ndarray) -> str:
 
 COIL_FIXTURE_MISSING = {1: [35, 305], 2: [0]}
 
-def make_fixture(name: str, root: str | os.PathLike) -> Path:
-    "Write a tiny fake copy of dataset `name` in its official layout under `root`; returns the dataset folder."
+def make_fixture(name: str, root: str | os.PathLike, frames: int = 5) -> Path:
+    """Write a tiny fake copy of dataset `name` in its official layout under `root`; returns the dataset folder.
+    `frames`: per DAVIS sequence (the video models' dry run needs sequences longer than their pairs' gap)."""
     import scipy.io
     root = Path(root); d = root / load_manifest(name)["layout"]["folder"]
     rng = np.random.default_rng(0)
@@ -70,16 +71,16 @@ def make_fixture(name: str, root: str | os.PathLike) -> Path:
                 (d / sub / f"{stem}.pts").write_text(_pts_text(pts))
     elif name == "davis-2016":
         for s, seq in enumerate(("bear", "car")):
-            for f in range(5):
+            for f in range(frames):
                 frame = np.zeros((24, 32, 3), np.uint8); mask = np.zeros((24, 32), np.uint8)
-                x0, y0 = 2 + 3 * f + s, 4 + f
+                x0, y0 = 2 + (3 * f + s) % 14, 4 + f % 8     # moving right and down, wrapping round after five frames
                 mask[y0:y0 + 8, x0:x0 + 10] = 255; frame[mask > 0] = (200, 50 * s, 20)
                 (d / "JPEGImages/480p" / seq).mkdir(parents=True, exist_ok=True); (d / "Annotations/480p" / seq).mkdir(parents=True, exist_ok=True)
                 Image.fromarray(frame).save(d / "JPEGImages/480p" / seq / f"{f:05d}.jpg", quality=95)
                 Image.fromarray(mask, "L").save(d / "Annotations/480p" / seq / f"{f:05d}.png")
         (d / "ImageSets/480p").mkdir(parents=True, exist_ok=True)
-        (d / "ImageSets/480p/val.txt").write_text("".join(f"/JPEGImages/480p/car/{f:05d}.jpg /Annotations/480p/car/{f:05d}.png\n" for f in range(5)))
-        (d / "ImageSets/480p/train.txt").write_text("".join(f"/JPEGImages/480p/bear/{f:05d}.jpg /Annotations/480p/bear/{f:05d}.png\n" for f in range(5)))
+        (d / "ImageSets/480p/val.txt").write_text("".join(f"/JPEGImages/480p/car/{f:05d}.jpg /Annotations/480p/car/{f:05d}.png\n" for f in range(frames)))
+        (d / "ImageSets/480p/train.txt").write_text("".join(f"/JPEGImages/480p/bear/{f:05d}.jpg /Annotations/480p/bear/{f:05d}.png\n" for f in range(frames)))
     elif name == "aloi":
         for o in (1, 2):
             for a in range(0, 360, 30): _img(d / "view/png4" / str(o) / f"{o}_r{a}.png", seed=o + a)
