@@ -387,8 +387,11 @@ def training_estimate(name: str, profile: str | Profile = "cpu", root=None) -> f
     p, m = get_profile(profile), get_model(name)
     steps = getattr(model_config(name, p), "steps", None)
     if not get_method(m.method).trains or not steps: return None
+    def record(other):                     # a model whose data is not under this root has no record here
+        try: return training_record(other, p, 0, root) or {}
+        except FileNotFoundError: return {}
     rates = [r["train_seconds"] / r["steps"] for other, o in MODELS.items() if other != name and o.method == m.method
-             for r in [training_record(other, p, 0, root) or {}] if r.get("steps") and r.get("train_seconds")]
+             for r in [record(other)] if r.get("steps") and r.get("train_seconds")]
     return float(np.median(rates)) * steps / 60 if rates else None
 
 def _train(folder: Path, name: str, p: Profile, seed: int, root, runtime, progress) -> Encoder:
