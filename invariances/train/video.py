@@ -116,7 +116,7 @@ class GroundTruthTracks(FrameTemporal):
             return head(encoder.after(maps, REGION_STAGE)), head(encoder.after(regions, REGION_STAGE))
         (q, region_q), (k, region_k) = self.encode(view_q, view_k, generator, frames_and_regions)
         loss_frames, logs = self.infonce(q, k)
-        loss_regions, region_logs = self.infonce(region_q, region_k, self.region_queue, keep.to(x.device))
+        loss_regions, region_logs = self.infonce(region_q, region_k, self.region_queue, keep)
         w = self.config.region_weight
         return (1 - w) * loss_frames + w * loss_regions, {"acc": logs["acc"], "region_acc": region_logs["acc"],
                                                           "region_kept": keep.float().mean()}
@@ -141,9 +141,8 @@ class GroundTruthTracks(FrameTemporal):
         n = len(x) // 2
         loss_frames, logs = self.contrast(self.views(x[:n], generator), self.views(x[n:], generator), generator)
         boxes = self.boxes[idx.cpu()]                                       # (B, M, 2, 4), NaN where no object
-        present = ~boxes[..., 0, 0].isnan()
-        pick = (torch.rand(n, generator=generator) * present.sum(1)).long()  # one track per pair, uniformly
-        chosen = boxes[torch.arange(n), pick]                                # (B, 2, 4): tracks fill the first slots
+        pick, _ = _pick_uniform(~boxes[..., 0, 0].isnan(), torch.rand(n, generator=generator))   # one track per pair, uniformly
+        chosen = boxes[torch.arange(n), pick]                                # (B, 2, 4)
         size = self.config.image_size
         crop = lambda frames, box: warp(frames, RandomResizedCrop.matrix(None, {"box": box.to(frames.device, frames.dtype)}), size)
         regions_q, regions_k = crop(x[:n], chosen[:, 0]), crop(x[n:], chosen[:, 1])
