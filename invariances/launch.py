@@ -18,6 +18,7 @@ from .repro import RunSpec, Batch, execute_run, load_batch, parameter_errors, ru
 from .profiles import PROFILES, Profile, get_profile
 from .train.methods import get_method
 from .runs import MODEL_PARAMETERS
+from .evaluation.experiment import with_replicates
 
 # %% auto #0
 __all__ = ['FORWARDED_ENV', 'FIGURE_TRANSFORMS', 'DRY_SIZES', 'DRY_STEPS', 'ZooModel', 'zoo_models', 'batch_models',
@@ -36,7 +37,7 @@ class ZooModel:
     def __str__(self): return f"{self.name} (profile {self.profile}, seed {self.seed})"
 
 def zoo_models(run: RunSpec) -> list[ZooModel]:
-    "The zoo models `run` asks for (see `MODEL_PARAMETERS`, and the parts of its `fusions`), in order, without repeats."
+    "The zoo models `run` asks for (see `MODEL_PARAMETERS`, the parts of its `fusions`, its `replicates`), in order, without repeats."
     s = run_settings(run)
     names = [n for k in MODEL_PARAMETERS for n in (s.get(k) or [])]
     if not names: return []
@@ -48,7 +49,9 @@ def zoo_models(run: RunSpec) -> list[ZooModel]:
     root = str(root) if root else None
     try: parts = [part for f in (s.get("fusions") or []) for part in zoo.fusion_parts(f, profile, seed)]
     except ValueError as e: raise ValueError(f"run {run.name!r}: {e}") from None
-    wanted = [(n, seed) for n in names] + parts     # a fusion's parts, at their own seeds (3xdefault: seed, seed+1, seed+2)
+    try: reps = [(n, k) for n, k in with_replicates(names, s.get("replicates"), seed)[len(names):]]
+    except ValueError as e: raise ValueError(f"run {run.name!r}: {e}") from None
+    wanted = [(n, seed) for n in names] + parts + reps   # a fusion's parts, at their own seeds (3xdefault: seed, seed+1, seed+2)
     return [ZooModel(n, profile, k, root) for n, k in dict.fromkeys(wanted)]
 
 def batch_models(batch: str | Batch) -> list[ZooModel]:

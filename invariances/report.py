@@ -22,13 +22,15 @@ from .repro import load_batch, project_root
 from .train.moco import MocoConfig
 
 # %% auto #0
-__all__ = ['CLAIM_KEYS', 'OPTIONAL_CLAIM_KEYS', 'RUN_STATUSES', 'USABLE', 'REBUILD_BEGIN', 'REBUILD_END', 'BUDGET_MINUTES',
-           'STANDING_BEGIN', 'STANDING_END', 'GENERATED', 'CHECKS', 'PAPERS_SCALE', 'UNTRAINED_MARGIN', 'Claim',
-           'load_claims', 'ClaimResult', 'marks_mask', 'check_claim', 'load_paper_values', 'side_by_side', 'RunState',
-           'run_states', 'load_scoreboard', 'batch_runs', 'report_path', 'committed_run_status', 'rebuild_table',
-           'scoreboard_section', 'standing', 'committed_rebuild_table', 'update_rebuild_table', 'cost_by_paper',
-           'plot_cost', 'claim_outcome', 'why_not_held', 'claims_section', 'minutes_per_model',
-           'plot_claims_against_compute', 'scale_note', 'weak_models', 'caveats_section', 'Report', 'build_report']
+__all__ = ['CLAIM_KEYS', 'OPTIONAL_CLAIM_KEYS', 'WITHIN_NOISE', 'RUN_STATUSES', 'USABLE', 'REBUILD_BEGIN', 'REBUILD_END',
+           'BUDGET_MINUTES', 'STANDING_BEGIN', 'STANDING_END', 'GENERATED', 'CHECKS', 'PAPERS_SCALE',
+           'UNTRAINED_MARGIN', 'Claim', 'load_claims', 'ClaimResult', 'marks_mask', 'check_claim', 'seed_replicates',
+           'seed_spread', 'column_margins', 'flip_distance', 'SeedCheck', 'seed_check', 'load_paper_values',
+           'side_by_side', 'RunState', 'run_states', 'load_scoreboard', 'batch_runs', 'report_path',
+           'committed_run_status', 'rebuild_table', 'scoreboard_section', 'standing', 'committed_rebuild_table',
+           'update_rebuild_table', 'cost_by_paper', 'plot_cost', 'claim_outcome', 'why_not_held', 'claims_section',
+           'seeds_summary', 'minutes_per_model', 'plot_claims_against_compute', 'scale_note', 'weak_models',
+           'caveats_section', 'Report', 'build_report']
 
 # %% ../nbs/81_report.ipynb #a5a5a0ab
 CLAIM_KEYS = {"id", "paper", "quote", "rule", "run", "table", "check", "rows", "columns", "expect",
@@ -101,6 +103,7 @@ class ClaimResult:
     passed: dict = field(default_factory=dict)   # column -> it counts (check passes; and significant, with marks)
     point: dict = field(default_factory=dict)    # column -> the check passes on the point estimates alone
     detail: str = ""
+    seeds: SeedCheck | None = None               # what other seeds in its table say of it (`seed_check`; the report fills it)
 
     @property
     def count(self) -> int: return sum(self.passed.values())
@@ -149,6 +152,91 @@ def check_claim(claim: Claim, table: pd.DataFrame | None, marks: pd.DataFrame | 
     r.detail = (f"{r.count}/{len(passed)} columns significant ({r.point_count}/{len(point)} by point estimate)"
                 if claim.marks else f"{r.count}/{len(passed)} columns") + f"; needs {claim.needed}"
     return r
+
+# %% ../nbs/81_report.ipynb #719fadfd
+WITHIN_NOISE = 2.0   # standard errors of a difference between two models: a verdict closer than this to a flip is within seed noise
+
+def seed_replicates(table: pd.DataFrame) -> dict[str, list[str]]:
+    "Model row -> its rows at other seeds (`zoo.instance` keys, `name@s<seed>`), for the models of `table` that have any."
+    out: dict[str, list[str]] = {}
+    for row in map(str, table.index):
+        name, seed = zoo.parse_instance(row, base_seed=-1)
+        if seed != -1 and name in table.index: out.setdefault(name, []).append(row)
+    return out
+
+def seed_spread(table: pd.DataFrame, columns: Sequence[str]) -> tuple[pd.Series, int] | None:
+    """Per column, the pooled standard deviation of a model's value across its seeds (every model `seed_replicates`
+    finds, weighted by its degrees of freedom), and those degrees of freedom; None when no model has another seed."""
+    reps = seed_replicates(table)
+    if not reps: return None
+    var = sum(table.loc[[m] + rs, list(columns)].astype(float).var(ddof=1) * len(rs) for m, rs in reps.items())
+    dof = sum(len(rs) for rs in reps.values())
+    return np.sqrt(var / dof), dof
+
+def column_margins(claim: Claim, table: pd.DataFrame) -> dict[str, float]:
+    """How far each column of `claim` is from flipping, on the point estimates and in the table's units: positive where
+    the check passes (by that much), negative where it fails (short by that much)."""
+    v = table.loc[claim.rows, claim.columns].astype(float) * (1.0 if claim.order == "highest" else -1.0)
+    out = {}
+    for col in claim.columns:
+        x = v[col]; e, others = x[claim.expect], x.drop(claim.expect)
+        if claim.check == "best": out[col] = float(e - others.max())
+        elif claim.check == "between": out[col] = float(min(e - others.min(), others.max() - e))
+        else: out[col] = float(claim.within - (others - e).abs().max())
+    return out
+
+def flip_distance(margins: Mapping[str, float], point: Mapping[str, bool], needed: int, scale: Mapping[str, float] | None = None) -> float:
+    """How far the point-estimate verdict is from turning: the k-th smallest |margin| (each divided by its column's
+    `scale` when given) among the passing columns of a held claim, k = passing - needed + 1, or among the failing
+    columns of one not held, k = needed - passing."""
+    passing = sum(point.values())
+    held = passing >= needed
+    k = passing - needed + 1 if held else needed - passing
+    gaps = sorted(abs(m) / (scale[c] if scale is not None else 1.0) for c, m in margins.items() if point[c] == held)
+    return gaps[k - 1] if k <= len(gaps) else float("inf")
+
+@dataclass
+class SeedCheck:
+    "What other seeds say of a claim's point-estimate verdict."
+    held: bool                       # the point-estimate verdict with the run's models
+    verdicts: dict                   # other seed -> that verdict with the claim's models at that seed (where the table has them)
+    distance: float | None = None    # the verdict's distance from a flip, in standard errors of seed noise (None: no spread measured)
+    dof: int = 0                     # the degrees of freedom the spread rests on
+
+    @property
+    def flips(self) -> bool: return any(v != self.held for v in self.verdicts.values())
+    @property
+    def fragile(self) -> bool: return self.flips or (self.distance is not None and self.distance <= WITHIN_NOISE)
+
+    def __str__(self):
+        if self.distance is None and not self.verdicts: return "no other seed in this table"
+        seeds = "; ".join(f"seed {s}: {'held' if v else 'not held'}" for s, v in self.verdicts.items())
+        noise = ("" if self.distance is None else
+                 f"{self.distance:.1f} s.e. of seed noise from a flip ({'**within noise**' if self.distance <= WITHIN_NOISE else 'beyond noise'}; "
+                 f"spread from {self.dof} extra seed{'s' if self.dof != 1 else ''})")
+        return ("**flips between seeds**: " if self.flips else "") + "; ".join(s for s in (seeds, noise) if s)
+
+def seed_check(claim: Claim, table: pd.DataFrame | None) -> SeedCheck | None:
+    """The claim's point-estimate verdict at each other seed the table holds, and its distance from a flip against the
+    table's seed spread; None when the claim cannot be evaluated on `table` or the table has no model at another seed."""
+    bare = dataclasses.replace(claim, marks=None)          # the point estimates: the seeds have no marks of their own
+    base = check_claim(bare, table)
+    if base.held is None: return None
+    spread = seed_spread(table, claim.columns)
+    if spread is None: return None
+    sd, dof = spread
+    verdicts = {}
+    for s in sorted({zoo.parse_instance(r)[1] for m in claim.rows for r in seed_replicates(table).get(m, [])}):
+        swapped = table.copy()
+        for m in claim.rows:
+            other = zoo.instance(m, s, base_seed=-1)       # the row of model m at seed s (never the bare name)
+            if other in swapped.index: swapped.loc[m] = swapped.loc[other]
+        verdicts[s] = bool(check_claim(bare, swapped).held)
+    scale = {c: np.sqrt(2) * sd[c] if sd[c] > 0 else np.nan for c in claim.columns}
+    margins = column_margins(claim, table)
+    if any(np.isnan(x) for x in scale.values()):           # a column with no spread at all: a flip there needs the gap itself to close
+        scale = {c: (x if not np.isnan(x) else (np.inf if margins[c] else 1.0)) for c, x in scale.items()}
+    return SeedCheck(base.held, verdicts, flip_distance(margins, base.point, claim.needed, scale), dof)
 
 # %% ../nbs/81_report.ipynb #5b4e1019
 def load_paper_values(path: str | os.PathLike, measure: str, column: str = "value") -> pd.DataFrame:
@@ -433,16 +521,28 @@ def why_not_held(r: ClaimResult) -> str:
 def claims_section(results: list[ClaimResult]) -> list[str]:
     "The report's claims: the paper's words, our rule, the verdict with its count, and the per-column outcome."
     held = sum(r.held is True for r in results); unevaluated = sum(r.held is None for r in results)
+    seeded = any(r.seeds is not None for r in results)
     runs = {r.claim.run for r in results}   # several when a batch has variants of a run (the same experiment trained longer)
     rows = [({"run": r.claim.run} if len(runs) > 1 else {}) | {"claim": r.claim.id, "the paper's words": f"{r.claim.paper}: “{r.claim.quote}”", "rule": r.claim.rule,
              "result": claim_outcome(r),
              "point estimates": f"{r.point_count}/{len(r.point)}" if r.claim.marks and r.point else "",
              "columns": (", ".join(f"{k} {'yes' if v else 'no'}" for k, v in r.passed.items()) if r.passed else r.detail)}
+            | ({"other seeds": "" if r.held is None else str(r.seeds or "no other seed in this table")} if seeded else {})
             for r in results]
     return ["## Claims", "", f"{held} of {len(results)} claims held at this scale" +
             (f" ({unevaluated} not evaluated)." if unevaluated else ".") + " A claim holds when at least the stated number of "
             "columns pass; where the paper's sentence rests on its significance marks, a column counts only when our "
-            "Hoeffding test marks it too (the point-estimate count beside it).", "", table_markdown(pd.DataFrame(rows))]
+            "Hoeffding test marks it too (the point-estimate count beside it)." + (" " + seeds_summary(results) if seeded else ""),
+            "", table_markdown(pd.DataFrame(rows))]
+
+def seeds_summary(results: Sequence[ClaimResult]) -> str:
+    "One sentence: how many evaluated claims other seeds could test, and which of them flip between seeds or lie within seed noise."
+    evaluated = [r for r in results if r.held is not None]
+    tested = [r for r in evaluated if r.seeds is not None]
+    fragile = [r.claim.id + (f" ({r.claim.run})" if len({x.claim.run for x in results}) > 1 else "") for r in tested if r.seeds.fragile]
+    return (f"Other seeds: {len(tested)} of {len(evaluated)} evaluated claims rest on a table with models at other seeds "
+            f"(`seed_check`); " + (f"{len(fragile)} of them flip between seeds or lie within seed noise: " +
+            ", ".join(f"`{f}`" for f in fragile) + "." if fragile else "none of them flips or lies within seed noise."))
 
 def minutes_per_model(training: pd.DataFrame | None) -> float:
     """Mean training minutes per trained model of a run's `training` table: compute minutes where recorded, else the
@@ -500,6 +600,7 @@ def caveats_section(profiles: Sequence[str], weak: Mapping[str, list[str]], resu
     "The report's 'Scale and caveats': each profile's scale beside the papers', the models that did not learn, the claims on them."
     labels = zoo.labels()
     lines = ["## Scale and caveats", ""] + [x for p in profiles for x in (scale_note(p), "")] + [PAPERS_SCALE, ""]
+    if any(r.seeds is not None for r in results): lines += [seeds_summary(results), ""]
     if not weak: return lines + ["Every model the runs read out is above the untrained network by held-out k-NN accuracy.", ""]
     lines += ["**Models no better than the untrained network** (held-out k-NN margin over chance at most the untrained "
               "network's): " + "; ".join(f"{m} (run{'s' if len(r) > 1 else ''} {', '.join(r)})" for m, r in weak.items()) + ".", ""]
@@ -624,7 +725,9 @@ def build_report(batch: str, root: str | os.PathLike | None = None, out: str | o
             if not states[run].usable:
                 results.append(ClaimResult(c, None, detail=f"run `{run}` {states[run].status}: not evaluated")); continue
             d = states[run].folder
-            results.append(check_claim(c, _read_table(d, c.table), _read_table(d, c.marks) if c.marks else None))
+            table = _read_table(d, c.table)
+            results.append(dataclasses.replace(check_claim(c, table, _read_table(d, c.marks) if c.marks else None),
+                                               seeds=seed_check(c, table)))
     cost = (f"The batch's cost: {wall:.1f} min of wall time for the results shown, about {wall - trained_here + train:.0f} min "
             f"from scratch with every zoo model trained" + (f"; this invocation spent {invocation:.1f} min" if has_status else "") + ".")
     profiles = list(dict.fromkeys(r.parameters["profile"] for r in b.runs if isinstance(r.parameters.get("profile"), str)))

@@ -301,3 +301,28 @@ def test_readme_says_where_each_recipe_was_chosen():
     for profile in ("cpu", "real"):
         assert " ".join(MocoConfig.RECIPE_SOURCES[profile].split()) in readme, (
             f"README.md does not say where the {profile!r} recipe was chosen: copy MocoConfig.RECIPE_SOURCES[{profile!r}] into nbs/index.ipynb")
+
+
+def test_the_report_says_which_claims_other_seeds_would_flip(tmp_path):
+    """A run whose similarity table also holds Default at seeds 1 and 2 (`zoo.instance` rows): every similarity claim
+    gets an "other seeds" verdict, and a claim whose deciding gap the seeds' spread swamps is named as within noise,
+    in the claims section and among the caveats; without those rows the column is absent."""
+    from invariances.report import build_report, load_claims, seed_check
+    root = _project(tmp_path); run = root / "repro/runs/t/ericsson-table2"
+    _table2_folder(run)
+    _status(root / "repro/runs/t", **{"ericsson-table2": ("ok", "k1", "")})
+    assert "other seeds" not in build_report("t", root, root / "REPORT.md").text
+    sim = pd.read_csv(run / "similarity.csv", index_col=0)
+    rng = np.random.default_rng(0)
+    for s in (1, 2):   # Default at two more seeds: its values moved by noise of 0.2, far more than Table 2's gaps
+        sim.loc[f"default@s{s}"] = (sim.loc["default"] + rng.normal(0, 0.2, sim.shape[1])).clip(-1, 1)
+    sim.to_csv(run / "similarity.csv")
+    text = build_report("t", root, root / "REPORT.md").text
+    claims = [c for c in load_claims(root / "repro/claims.yaml") if c.run == "ericsson-table2" and c.table == "similarity" and "default" in c.rows]
+    checks = {c.id: seed_check(c, sim) for c in claims}
+    assert checks and all(sc is not None for sc in checks.values())
+    fragile = [i for i, sc in checks.items() if sc.fragile]
+    assert fragile, "noise of 0.2 should swamp some claim on Default"
+    assert "| other seeds |" in text and "rest on a table with models at other seeds" in text
+    scale_and_caveats = text.split("## Scoreboard")[0]
+    assert all(f"`{i}`" in scale_and_caveats for i in fragile), scale_and_caveats

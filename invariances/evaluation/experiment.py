@@ -26,7 +26,7 @@ from .readouts import cached_features
 from .tables import training_table
 
 # %% auto #0
-__all__ = ['Experiment', 'plot_health']
+__all__ = ['Experiment', 'plot_health', 'with_replicates']
 
 # %% ../../nbs/78_experiment.ipynb #2b80bab2
 class Experiment:
@@ -116,6 +116,17 @@ def _model_of(key: str):
     "The zoo record of a run's model key (`zoo.instance`: a bare name or `name@s<seed>`), None if it is not one."
     name = key.partition("@s")[0]
     return zoo.get_model(name) if name in zoo.MODELS else None
+
+# %% ../../nbs/78_experiment.ipynb #53d9151d
+def with_replicates(models: Sequence[str], replicates: Mapping[str, Sequence[int]] | None, seed: int = 0) -> list:
+    """`models`, then each model of `replicates` at each of its other seeds, as the `(name, seed)` pairs
+    `Experiment.models` takes (keyed `name@s<seed>`): rows from which the report reads a table's seed noise."""
+    replicates = dict(replicates or {})
+    stray = [m for m in replicates if m not in models]
+    if stray: raise ValueError(f"replicates: {stray} not among the run's models {list(models)}")
+    own = [m for m, seeds in replicates.items() if seed in map(int, seeds)]
+    if own: raise ValueError(f"replicates: {own} at seed {seed}, the run's own seed (that row is the model itself)")
+    return list(models) + [(m, int(s)) for m, seeds in replicates.items() for s in dict.fromkeys(seeds)]
 
 # %% ../../nbs/78_experiment.ipynb #574e6ea0
 def _features(self, encoders: Mapping[str, Encoder], images: ImageSet, dataset: Mapping, batch_size: int = 256) -> dict[str, np.ndarray]:
