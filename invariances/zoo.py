@@ -256,8 +256,12 @@ def get_model(name: str) -> ZooModel:
     return MODELS[name]
 
 def labels(names=None) -> dict[str, str]:
-    "Zoo name -> table label, for `names` (default: every model)."
-    return {n: get_model(n).label for n in (MODELS if names is None else names)}
+    """Zoo name -> table label, for `names` (default: every model); a model at another seed than its run's (`instance`:
+    `name@s<seed>`) keeps the seed in its label, `default@s1`, so a table's rows pair it with the model itself."""
+    def label(n):
+        name, _, seed = n.partition("@s")
+        return get_model(name).label + (f"@s{seed}" if seed else "")
+    return {n: label(n) for n in (MODELS if names is None else names)}
 
 def model_config(name: str, profile: str | Profile = "cpu", seed: int = 0):
     "The full training config of model `name` at `profile`: its method's config class, derived from the profile."

@@ -39,6 +39,12 @@ class Table2:
     layout: pd.DataFrame
     alignment: pd.DataFrame | None = None   # Wang & Isola's alignment, unwhitened (Table C.1), when the rows carry it
 
+    def only(self, rows: Sequence[str]) -> "Table2":
+        "The table of `rows` (labels) alone, e.g. without the models' other seeds for a figure; the marks are unchanged."
+        sim, dist = self.similarity.loc[list(rows)], self.distance.loc[list(rows)]
+        return Table2(sim, dist, self.marks, paper_layout(dist, sim, self.marks),
+                      None if self.alignment is None else self.alignment.loc[list(rows)])
+
 def table2(per_image: pd.DataFrame, models: Sequence[str], transforms: Sequence[str] | None = None,
            labels: Mapping[str, str] | None = None) -> Table2:
     """Table 2 of the zoo models `models` (rows in this order, labelled by `labels`) from `per_image` (columns `model`,
