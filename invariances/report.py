@@ -202,6 +202,7 @@ class SeedCheck:
     verdicts: dict                   # other seed -> that verdict with the claim's models at that seed (where the table has them)
     distance: float | None = None    # the verdict's distance from a flip, in standard errors of seed noise (None: no spread measured)
     dof: int = 0                     # the degrees of freedom the spread rests on
+    marked: bool = False             # the claim's own verdict rests on significance marks, these on the point estimates
 
     @property
     def flips(self) -> bool: return any(v != self.held for v in self.verdicts.values())
@@ -214,7 +215,8 @@ class SeedCheck:
         noise = ("" if self.distance is None else
                  f"{self.distance:.1f} s.e. of seed noise from a flip ({'**within noise**' if self.distance <= WITHIN_NOISE else 'beyond noise'}; "
                  f"spread from {self.dof} extra seed{'s' if self.dof != 1 else ''})")
-        return ("**flips between seeds**: " if self.flips else "") + "; ".join(s for s in (seeds, noise) if s)
+        point = f"on the point estimates ({'held' if self.held else 'not held'} at the run's seed): " if self.marked else ""
+        return ("**flips between seeds**: " if self.flips else "") + point + "; ".join(s for s in (seeds, noise) if s)
 
 def seed_check(claim: Claim, table: pd.DataFrame | None) -> SeedCheck | None:
     """The claim's point-estimate verdict at each other seed the table holds, and its distance from a flip against the
@@ -236,7 +238,7 @@ def seed_check(claim: Claim, table: pd.DataFrame | None) -> SeedCheck | None:
     margins = column_margins(claim, table)
     if any(np.isnan(x) for x in scale.values()):           # a column with no spread at all: a flip there needs the gap itself to close
         scale = {c: (x if not np.isnan(x) else (np.inf if margins[c] else 1.0)) for c, x in scale.items()}
-    return SeedCheck(base.held, verdicts, flip_distance(margins, base.point, claim.needed, scale), dof)
+    return SeedCheck(base.held, verdicts, flip_distance(margins, base.point, claim.needed, scale), dof, bool(claim.marks))
 
 # %% ../nbs/81_report.ipynb #5b4e1019
 def load_paper_values(path: str | os.PathLike, measure: str, column: str = "value") -> pd.DataFrame:

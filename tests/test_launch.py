@@ -57,7 +57,7 @@ def _local_executor(folder):
 
 @pytest.mark.slow
 def test_local_executor_trains_the_batch_models_with_two_gloo_processes(tmp_path, scratch_cache):
-    batch = _batch(tmp_path, {"table2": ("ericsson_table2.ipynb", {"models": ["random", "moco-default"]})}, profile="smoke")
+    batch = _batch(tmp_path, {"table2": ("ericsson_table2.ipynb", {"models": ["random", "moco-default"], "replicates": {}})}, profile="smoke")
     lines = []
     trained = train_zoo_models(batch, _local_executor(tmp_path / "jobs"), processes_per_node=2, echo=lines.append)
     assert [m.name for m in trained] == ["random", "moco-default"]

@@ -120,10 +120,13 @@ def _model_of(key: str):
 # %% ../../nbs/78_experiment.ipynb #53d9151d
 def with_replicates(models: Sequence[str], replicates: Mapping[str, Sequence[int]] | None, seed: int = 0) -> list:
     """`models`, then each model of `replicates` at each of its other seeds, as the `(name, seed)` pairs
-    `Experiment.models` takes (keyed `name@s<seed>`): rows from which the report reads a table's seed noise."""
+    `Experiment.models` takes (keyed `name@s<seed>`): rows from which the report reads a table's seed noise. A zoo model
+    the run does not measure is left out (a run given other models keeps its notebook's default); a name the zoo does
+    not know is refused."""
     replicates = dict(replicates or {})
-    stray = [m for m in replicates if m not in models]
-    if stray: raise ValueError(f"replicates: {stray} not among the run's models {list(models)}")
+    unknown = [m for m in replicates if m not in zoo.MODELS]
+    if unknown: raise ValueError(f"replicates: unknown zoo model(s) {unknown}; the zoo has {list(zoo.MODELS)}")
+    replicates = {m: seeds for m, seeds in replicates.items() if m in models}
     own = [m for m, seeds in replicates.items() if seed in map(int, seeds)]
     if own: raise ValueError(f"replicates: {own} at seed {seed}, the run's own seed (that row is the model itself)")
     return list(models) + [(m, int(s)) for m, seeds in replicates.items() for s in dict.fromkeys(seeds)]
