@@ -26,10 +26,11 @@ from .train.methods import SNAPSHOT_DIR, SNAPSHOT_FRACTIONS, get_method, method_
 from .train.tracking import TrackingConfig, region_tracks
 
 # %% auto #0
-__all__ = ['VIDEO_CLIP', 'DAVIS_CLIP', 'TRACKER', 'TRACKING', 'DATA', 'REAL_FOLDERS', 'REAL_VIDEO_DATA', 'MODELS', 'ZOO_VERSION',
-           'FUSIONS', 'MODEL_FILES', 'SNAPSHOTS', 'dataset', 'data_identity', 'ZooModel', 'get_model', 'labels',
-           'model_config', 'model_key', 'model_dir', 'Fusion', 'fusion_parts', 'instance', 'parse_instance', 'get',
-           'training_estimate', 'is_cached', 'weights_digest', 'training_record', 'snapshots', 'snapshot_record']
+__all__ = ['VIDEO_CLIP', 'DAVIS_CLIP', 'TRACKER', 'TRACKING', 'COCO_MIN_AREA', 'DATA', 'REAL_FOLDERS', 'REAL_VIDEO_DATA',
+           'REAL_SCENE_DATA', 'MODELS', 'ZOO_VERSION', 'FUSIONS', 'MODEL_FILES', 'SNAPSHOTS', 'dataset',
+           'data_identity', 'ZooModel', 'get_model', 'labels', 'model_config', 'model_key', 'model_dir', 'Fusion',
+           'fusion_parts', 'instance', 'parse_instance', 'get', 'training_estimate', 'is_cached', 'weights_digest',
+           'training_record', 'snapshots', 'snapshot_record']
 
 # %% ../nbs/60_zoo.ipynb #ac3d997a
 def _synthetic_objects(split, n, p, root):
@@ -107,29 +108,49 @@ def _tracks_identity(p: Profile, root) -> dict:
 _synthetic_video_frames, _synthetic_video_pairs, _synthetic_video_region_tracks = _video_sets(_synthetic_videos, VIDEO_CLIP, "synthetic-video-pairs")
 _davis_video_frames, _davis_video_pairs, _davis_video_region_tracks = _video_sets(_davis_videos, DAVIS_CLIP, "davis-video-pairs")
 
+# MS-COCO itself (train2017) for the dataset-bias models where it is under the data root (`REAL_SCENE_DATA`): its
+# images, and its object boxes as crops, as many as the profile trains on, in the annotations' order (nothing else is
+# decoded); boxes under 32 x 32 px, COCO's own "small", are left out, as at 64 px or less they are a pixel or two.
+COCO_MIN_AREA = 32 * 32
+
+def _coco(crops: bool):
+    def load(split, n, p, root):
+        from invariances.data.scenes import load_coco
+        coco_split = "train2017" if split == "train" else "val2017"
+        if crops: return load_coco(data_root(root, required=True), coco_split, p.image_size, crops=True, min_area=COCO_MIN_AREA, max_crops=n)
+        return load_coco(data_root(root, required=True), coco_split, p.image_size, max_images=n)
+    return load
+
 DATA = {"synthetic-objects": _synthetic_objects, "synthetic-scenes": _synthetic_scenes, "synthetic-crops": _synthetic_crops,
         "synthetic-video-frames": _synthetic_video_frames, "synthetic-video-pairs": _synthetic_video_pairs,
         "synthetic-video-region-tracks": _synthetic_video_region_tracks,
         "davis-video-frames": _davis_video_frames, "davis-video-pairs": _davis_video_pairs,
         "davis-video-region-tracks": _davis_video_region_tracks,
+        "coco-scenes": _coco(crops=False), "coco-crops": _coco(crops=True),
         "tiny-imagenet": _tiny_imagenet, "imagenet": _imagenet}
 REAL_FOLDERS = {"tiny-imagenet": "tiny-imagenet-200", "imagenet": "imagenet", "davis-video-frames": "davis-2016",
-                "davis-video-pairs": "davis-2016", "davis-video-region-tracks": "davis-2016"}
+                "davis-video-pairs": "davis-2016", "davis-video-region-tracks": "davis-2016", "coco-scenes": "coco", "coco-crops": "coco"}
 REAL_VIDEO_DATA = {"synthetic-video-frames": "davis-video-frames", "synthetic-video-pairs": "davis-video-pairs",
                    "synthetic-video-region-tracks": "davis-video-region-tracks"}
+REAL_SCENE_DATA = {"synthetic-scenes": "coco-scenes", "synthetic-crops": "coco-crops"}
 
-def _data_name(p: Profile, data: str | None) -> str:
+def _data_name(p: Profile, data: str | None, root=None) -> str:
     name = data or p.data
-    if p.data in REAL_FOLDERS: name = REAL_VIDEO_DATA.get(name, name)   # a profile of real data: real videos
+    if p.data in REAL_FOLDERS:          # a profile of real data: real videos, and COCO's scenes where it is there
+        name = REAL_VIDEO_DATA.get(name, name)
+        if name in REAL_SCENE_DATA:
+            from invariances.data.manifests import dataset_available
+            if dataset_available("coco", root): name = REAL_SCENE_DATA[name]
     if name not in DATA: raise ValueError(f"unknown data {name!r}; zoo.DATA has {list(DATA)}")
     return name
 
 def dataset(profile: str | Profile, split: str = "train", n: int | None = None, root=None, seed: int = 0,
             data: str | None = None) -> ImageSet:
     """The `split` of `data` (default: the profile's data) at the profile's image size (`n` images drawn with `seed`, all
-    if None). On a profile of real data, rendered videos are DAVIS's (`REAL_VIDEO_DATA`)."""
+    if None). On a profile of real data, rendered videos are DAVIS's (`REAL_VIDEO_DATA`), and rendered scenes and their
+    crops COCO's where COCO is under the data root (`REAL_SCENE_DATA`)."""
     p = get_profile(profile)
-    s = DATA[_data_name(p, data)](split, n, p, root)
+    s = DATA[_data_name(p, data, root)](split, n, p, root)
     if n is not None and n < len(s):
         rng = np.random.default_rng(seed)
         if "pair" in s.meta:      # frame pairs: whole pairs, each frame with its partner
@@ -139,7 +160,7 @@ def dataset(profile: str | Profile, split: str = "train", n: int | None = None, 
 
 def data_identity(profile: str | Profile, root=None, data: str | None = None) -> dict:
     "What identifies training data (default: the profile's) in a model's key: renderer version or the real files' digest."
-    p = get_profile(profile); name = _data_name(p, data)
+    p = get_profile(profile); name = _data_name(p, data, root)
     video = ({"clip": dict(DAVIS_CLIP if name.startswith("davis-video") else VIDEO_CLIP)} if "-video-" in name else {}) \
         | (_tracks_identity(p, root) if name.endswith("-video-region-tracks") else {})
     if name in REAL_FOLDERS:

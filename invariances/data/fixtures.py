@@ -200,12 +200,13 @@ def make_fixture(name: str, root: str | os.PathLike, frames: int = 5) -> Path:
         cats = [{"id": 1, "name": "person", "supercategory": "person"}, {"id": 62, "name": "chair", "supercategory": "furniture"}]
         imgs, anns = [], []
         for i in range(1, 4):
-            fn = f"{i:012d}.jpg"; _img(d / "val2017" / fn, (20, 30), seed=i)
+            fn = f"{i:012d}.jpg"; _img(d / "val2017" / fn, (20, 30), seed=i); _img(d / "train2017" / fn, (20, 30), seed=i)
             imgs.append({"id": i, "file_name": fn, "width": 30, "height": 20})
             anns.append({"id": 10 * i, "image_id": i, "category_id": 1, "bbox": [1, 2, 10, 8], "area": 80, "iscrowd": 0})
             if i > 1: anns.append({"id": 10 * i + 1, "image_id": i, "category_id": 62, "bbox": [12, 3, 15, 14], "area": 210, "iscrowd": 0})
         (d / "annotations").mkdir(parents=True, exist_ok=True)
-        (d / "annotations/instances_val2017.json").write_text(json.dumps({"images": imgs, "annotations": anns, "categories": cats}))
+        for split in ("train2017", "val2017"):   # the same three images in both splits
+            (d / f"annotations/instances_{split}.json").write_text(json.dumps({"images": imgs, "annotations": anns, "categories": cats}))
     elif name == "voc2007":
         base = d / "VOCdevkit/VOC2007"
         ids = ["000005", "000007"]

@@ -23,9 +23,10 @@ __all__ = ['VOC_CLASSES', 'load_coco', 'load_voc2007', 'load_ade20k', 'load_pasc
 
 # %% ../../nbs/16f_scenes.ipynb #24f2bb21
 def load_coco(root=None, split: str = "val2017", size=224, crops: bool = False, min_area: float = 0.0, cache=True,
-              on_error="raise", max_images: int | None = None) -> ImageSet:
+              on_error="raise", max_images: int | None = None, max_crops: int | None = None) -> ImageSet:
     """COCO images (meta: path, image_id, labels (list of category indices), target = category of the largest object)
-    or, with `crops`, object box crops (target = category index, box x0..y1); category index = rank of the COCO id."""
+    or, with `crops`, object box crops (target = category index, box x0..y1); category index = rank of the COCO id.
+    `max_images` / `max_crops`: the first images, or crops in image order, only (nothing else is decoded)."""
     d = dataset_dir("coco", root)
     js = json.loads(_require(d / "annotations" / f"instances_{split}.json", "coco").read_text())
     cats = sorted(c["id"] for c in js["categories"]); cidx = {c: i for i, c in enumerate(cats)}
@@ -36,7 +37,7 @@ def load_coco(root=None, split: str = "val2017", size=224, crops: bool = False, 
     if crops:
         rows = [(f"{split}/{im['file_name']}", im["id"], cidx[a["category_id"]], a["bbox"][0], a["bbox"][1], a["bbox"][0] + a["bbox"][2], a["bbox"][1] + a["bbox"][3])
                 for im in images for a in by_img[im["id"]]]
-        meta = pd.DataFrame(rows, columns=["path", "image_id", "target", "x0", "y0", "x1", "y1"])
+        meta = pd.DataFrame(rows[:max_crops], columns=["path", "image_id", "target", "x0", "y0", "x1", "y1"])
         s = _imageset("coco", d, meta, size, cache, on_error, boxes=np.round(meta[["x0", "y0", "x1", "y1"]].values)); s.name = f"coco/{split}/crops"
         return s
     meta = pd.DataFrame({"path": [f"{split}/{im['file_name']}" for im in images], "image_id": [im["id"] for im in images],

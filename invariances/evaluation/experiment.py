@@ -24,6 +24,7 @@ from .health import model_health
 from .linear import Fused, fuse_features
 from .readouts import cached_features
 from .tables import training_table
+from ..train.methods import get_method
 
 # %% auto #0
 __all__ = ['Experiment', 'plot_health', 'with_replicates']
@@ -66,8 +67,10 @@ class Experiment:
             for key, (name, seed) in wanted.items(): self.health[key] = model_health(name, self.profile, seed, self.data_root, self.runtime)
             # the untrained network, always: every model's margin against it (no training; its k-NN cached in the zoo)
             references["random"] = self.health.get("random") or model_health("random", self.profile, self.seed, self.data_root, self.runtime)
+        data = {k: zoo.data_identity(self.profile, self.data_root, zoo.get_model(n).data)["data"]    # what each trained on
+                for k, (n, _) in wanted.items() if get_method(zoo.get_model(n).method).trains}
         self.training = training_table({k: self.records[k] for k in wanted}, self.profile, self.seed,
-                                       health={k: self.health[k] for k in wanted if k in self.health}, references=references)
+                                       health={k: self.health[k] for k in wanted if k in self.health}, references=references, data=data)
         self.table(self.training, "training")
         return encoders
 

@@ -218,11 +218,13 @@ def plot_radar(panels: Mapping[str, pd.DataFrame], styles: Mapping[str, dict] | 
 
 # %% ../../nbs/71_tables.ipynb #f710d812
 def training_table(records: Mapping[str, dict], profile, seed: int = 0, labels: Mapping[str, str] | None = None,
-                   health: Mapping[str, dict] | None = None, references: Mapping[str, dict] | None = None) -> pd.DataFrame:
+                   health: Mapping[str, dict] | None = None, references: Mapping[str, dict] | None = None,
+                   data: Mapping[str, str] | None = None) -> pd.DataFrame:
     """One row per zoo model of `records` (name or `zoo.instance` -> `zoo.training_record`, `{}` if none): how it trained at `profile`;
     with `health` (name -> `evaluation.health.model_health`), its k-NN accuracy on held-out data and chance, and for
     every model but the references its margin over chance against theirs (`evaluation.health.TARGETS`). `references`
-    (reference name -> its health) supplies references that are not rows themselves (the untrained network's, say)."""
+    (reference name -> its health) supplies references that are not rows themselves (the untrained network's, say);
+    `data` (name -> the data it trained on, `zoo.data_identity`'s name) a column saying so, blank for a model that does not train."""
     def chance(name):
         model, s = zoo.parse_instance(name, seed)
         return getattr(zoo.model_config(model, profile, s), "chance_loss", np.nan)
@@ -233,7 +235,7 @@ def training_table(records: Mapping[str, dict], profile, seed: int = 0, labels: 
     known = {**(references or {}), **health}     # a reference that is also a row: its own record
     rows = []
     for name, r in records.items():
-        row = {"model": label(name), "steps": r.get("steps", 0),
+        row = {"model": label(name)} | ({"training data": data.get(name, "")} if data is not None else {}) | {"steps": r.get("steps", 0),
                "minutes, one uninterrupted run": r.get("train_seconds", 0) / 60,
                "minutes, compute spent": (r["compute_seconds"] if r.get("compute_seconds") is not None else np.nan) / 60,
                "loss, first 50 steps": r.get("first_loss", np.nan), "loss, last 50 steps": r.get("last_loss", np.nan),
