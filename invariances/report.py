@@ -431,11 +431,11 @@ def standing(root: str | os.PathLike | None = None) -> str:
         when = re.search(r"Generated (\d{4}-\d\d-\d\d)", text)
         claims = re.search(r"(\d+) of (\d+) claims held at this scale(?: \((\d+) not evaluated\))?", text)
         cost = re.search(r"about (\d+) min\s+from scratch", text)
-        seeds = re.search(r"Other seeds: \d+ of \d+ evaluated claims rest on a table with models at other seeds \(`seed_check`\); "
+        seeds = re.search(r"Other seeds: (\d+) of \d+ evaluated claims rest on a table with models at other seeds \(`seed_check`\); "
                           r"(?:(\d+) of them|none of them)", text)
         part = [f"{sum(v == 'ok' for v in status.values())} of its {len(runs)} runs built"]
         if claims: part.append(f"{claims[1]} of {claims[2]} of the papers' claims held" + (f" ({claims[3]} not evaluated)" if claims[3] else "")
-                               + (f", {seeds[1] or 'none'} of them within seed noise or flipping between seeds" if seeds else ""))
+                               + (f"; of the {seeds[1]} checked at other seeds, {seeds[2] or 'none'} within seed noise or flipping between them" if seeds else ""))
         if cost: part.append(f"about {cost[1]} min from scratch" + (f" (budget {BUDGET_MINUTES[b]:.0f})" if b in BUDGET_MINUTES else ""))
         lines.append(f"- **`{b}`** ([{path.name}](repro/{path.name}){', ' + when[1] if when else ''}): " + "; ".join(part) + ".")
     return "\n".join(lines) + "\n" if lines else "No batch has a committed report yet.\n"
