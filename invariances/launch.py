@@ -49,7 +49,7 @@ def zoo_models(run: RunSpec) -> list[ZooModel]:
     root = str(root) if root else None
     try: parts = [part for f in (s.get("fusions") or []) for part in zoo.fusion_parts(f, profile, seed)]
     except ValueError as e: raise ValueError(f"run {run.name!r}: {e}") from None
-    try: reps = [(n, k) for n, k in with_replicates(names, s.get("replicates"), seed)[len(names):]]
+    try: reps = with_replicates(names, s.get("replicates"), seed)[len(names):]   # the (name, seed) pairs after the run's models
     except ValueError as e: raise ValueError(f"run {run.name!r}: {e}") from None
     wanted = [(n, seed) for n in names] + parts + reps   # a fusion's parts, at their own seeds (3xdefault: seed, seed+1, seed+2)
     return [ZooModel(n, profile, k, root) for n, k in dict.fromkeys(wanted)]
