@@ -194,13 +194,16 @@ def dry_runtime() -> Runtime:
     return Runtime.cpu("bf16+channels_last", "dry run: the CUDA runtime's precision on the CPU")
 
 def fabricated_root(profile: Profile, folder: Path, models: Sequence[str] = ()) -> str | None:
-    """A data root under `folder` holding a fabricated copy of `profile`'s real data set (None for rendered data), and of
-    DAVIS-2016 when one of `models` trains on video (`zoo.REAL_VIDEO_DATA`), its sequences long enough for a pair."""
+    """A data root under `folder` holding a fabricated copy of `profile`'s real data set (None for rendered data), of
+    DAVIS-2016 when one of `models` trains on video (`zoo.REAL_VIDEO_DATA`), its sequences long enough for a pair, and
+    of MS-COCO when one trains on scenes (`zoo.REAL_SCENE_DATA`), with a training set of images and of crops."""
     if profile.data not in zoo.REAL_FOLDERS: return None
     from invariances.data.fixtures import make_fixture
     make_fixture(profile.data, folder)
     if any(zoo.get_model(m).data in zoo.REAL_VIDEO_DATA for m in models):
         make_fixture("davis-2016", folder, frames=zoo.DAVIS_CLIP["gap"] + 2)
+    if any(zoo.get_model(m).data in zoo.REAL_SCENE_DATA for m in models):   # written over a smaller copy an earlier run made
+        make_fixture("coco", folder, images=profile.n_train + 3)
     return str(folder)
 
 # %% ../nbs/84_launch.ipynb #c1da7053

@@ -32,9 +32,11 @@ def _pts_text(pts: np.ndarray) -> str:
 
 COIL_FIXTURE_MISSING = {1: [35, 305], 2: [0]}
 
-def make_fixture(name: str, root: str | os.PathLike, frames: int = 5) -> Path:
+def make_fixture(name: str, root: str | os.PathLike, frames: int = 5, images: int = 3) -> Path:
     """Write a tiny fake copy of dataset `name` in its official layout under `root`; returns the dataset folder.
-    `frames`: per DAVIS sequence (the video models' dry run needs sequences longer than their pairs' gap)."""
+    `frames`: per DAVIS sequence (the video models' dry run needs sequences longer than their pairs' gap).
+    `images`: COCO's images per split; those past the third are larger, each with one object over COCO's "small" (32 x
+    32 px), so that a dry run's scene models have a training batch of images and of crops."""
     import scipy.io
     root = Path(root); d = root / load_manifest(name)["layout"]["folder"]
     rng = np.random.default_rng(0)
@@ -199,11 +201,12 @@ def make_fixture(name: str, root: str | os.PathLike, frames: int = 5) -> Path:
     elif name == "coco":
         cats = [{"id": 1, "name": "person", "supercategory": "person"}, {"id": 62, "name": "chair", "supercategory": "furniture"}]
         imgs, anns = [], []
-        for i in range(1, 4):
-            fn = f"{i:012d}.jpg"; _img(d / "val2017" / fn, (20, 30), seed=i); _img(d / "train2017" / fn, (20, 30), seed=i)
-            imgs.append({"id": i, "file_name": fn, "width": 30, "height": 20})
-            anns.append({"id": 10 * i, "image_id": i, "category_id": 1, "bbox": [1, 2, 10, 8], "area": 80, "iscrowd": 0})
-            if i > 1: anns.append({"id": 10 * i + 1, "image_id": i, "category_id": 62, "bbox": [12, 3, 15, 14], "area": 210, "iscrowd": 0})
+        for i in range(1, images + 1):
+            h, w, box = (20, 30, [1, 2, 10, 8]) if i <= 3 else (48, 64, [4, 4, 40, 36])
+            fn = f"{i:012d}.jpg"; _img(d / "val2017" / fn, (h, w), seed=i); _img(d / "train2017" / fn, (h, w), seed=i)
+            imgs.append({"id": i, "file_name": fn, "width": w, "height": h})
+            anns.append({"id": 10 * i, "image_id": i, "category_id": 1, "bbox": box, "area": box[2] * box[3], "iscrowd": 0})
+            if 1 < i <= 3: anns.append({"id": 10 * i + 1, "image_id": i, "category_id": 62, "bbox": [12, 3, 15, 14], "area": 210, "iscrowd": 0})
         (d / "annotations").mkdir(parents=True, exist_ok=True)
         for split in ("train2017", "val2017"):   # the same three images in both splits
             (d / f"annotations/instances_{split}.json").write_text(json.dumps({"images": imgs, "annotations": anns, "categories": cats}))
