@@ -14,10 +14,11 @@ profile's PIRL steps (`PirlConfig.SCALES`): MoCo's compute per model. CPU time o
 primary clock; wall beside.
 """
 import argparse
-import numpy as np
+import numpy as np, pandas as pd
 import torch
 
 from _timing import alternating_medians, training_step
+from invariances.data.imageset import ImageSet
 from invariances.profiles import get_profile
 from invariances.runtime import Runtime
 from invariances.train.methods import method_config
@@ -32,7 +33,8 @@ def main():
     images = np.random.default_rng(0).integers(0, 256, (n_images, size, size, 3), dtype=np.uint8)
     gen = torch.Generator().manual_seed(0)
     methods = {"moco": MoCo(method_config("moco", profile, policy="default")),
-               "pirl": PIRL(method_config("pirl", profile), n_images=n_images)}
+               # built as the zoo builds it: the bank filled by the network at the first (warm-up) step
+               "pirl": PIRL.build(method_config("pirl", profile), ImageSet(images, pd.DataFrame(index=range(n_images))))}
     for k, m in methods.items(): methods[k] = runtime.model(m).train()
     pirl = methods["pirl"]
     z = torch.nn.functional.normalize(torch.randn(batch, pirl.config.proj_dim), dim=1)

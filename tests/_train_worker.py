@@ -33,7 +33,8 @@ def tiny_config(steps=8, batch_size=8):
 def tiny_pirl_config(steps=8, batch_size=8):
     # 32 px: the smallest size whose jigsaw patches (9 px) the patch policy takes
     return PirlConfig(arch="resnet18", width=0.25, small_stem=True, image_size=32, batch_size=batch_size, steps=steps,
-                      lr=0.05, proj_dim=16, negatives=20, loss="nce", checkpoint_every=2, seed=3, warmup_steps=2)
+                      lr=0.05, proj_dim=16, negatives=20, loss="nce", checkpoint_every=2, seed=3, warmup_steps=2,
+                      bank_init="network")   # filled at step 1; a resumed run must not fill again
 
 
 def main():

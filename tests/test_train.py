@@ -69,8 +69,9 @@ def test_video_method_sigkill_mid_step_then_resume_gives_identical_weights(tmp_p
 
 @pytest.mark.slow
 def test_pirl_sigkill_mid_step_then_resume_gives_identical_weights_bank_and_normaliser(tmp_path):
-    """PIRL as MoCo above: its memory bank and NCE's normaliser Z (set at the first step) are in the checkpoint, so a
-    run killed in the middle of step 6 and resumed from step 4 ends bit for bit where an uninterrupted run ends."""
+    """PIRL as MoCo above: its memory bank (filled by the network at the first step), the flag that says so and NCE's
+    normaliser Z (set at the first step) are in the checkpoint, so a run killed in the middle of step 6 and resumed from
+    step 4 ends bit for bit where an uninterrupted run ends (a resumed run that filled its bank again would not)."""
     full, cut = tmp_path / "full", tmp_path / "cut"
     _run(full, "--method", "pirl")
     p = _run(cut, "--method", "pirl", "--kill-at-view", 6, check=False)   # one image view per step: view 6 is step 6
@@ -78,7 +79,8 @@ def test_pirl_sigkill_mid_step_then_resume_gives_identical_weights_bank_and_norm
     assert _method_state(cut)["step"] == 4 and not (cut / "backbone.pt").exists()
     _run(cut, "--method", "pirl")
     a, b = _method_state(full), _method_state(cut)
-    assert a["step"] == b["step"] == 8 and {"bank.entries", "Z"} <= set(a["method"])
+    assert a["step"] == b["step"] == 8 and {"bank.entries", "Z", "bank_filled"} <= set(a["method"])
+    assert float(a["method"]["bank_filled"]) == 1
     assert float(a["method"]["Z"]) > 0
     for k in a["method"]:
         assert torch.equal(a["method"][k], b["method"][k]), k

@@ -64,7 +64,7 @@ class KeyQueue(nn.Module):
 
 # %% ../../nbs/53_momentum.ipynb #dd64ced6
 class MemoryBank(nn.Module):
-    "One L2-normalised `dim`-d entry per training image (random unit vectors at first), moved toward the image's newest embedding by `momentum`; a buffer, so it is checkpointed."
+    "One L2-normalised `dim`-d entry per training image (random unit vectors at first, or `fill`ed), moved toward the image's newest embedding by `momentum`; a buffer, so it is checkpointed."
     def __init__(self, size: int, dim: int, momentum: float = 0.5):
         super().__init__()
         if size < 1 or dim < 1: raise ValueError(f"a memory bank needs size >= 1 and dim >= 1, got size={size}, dim={dim}")
@@ -91,6 +91,12 @@ class MemoryBank(nn.Module):
         last.scatter_reduce_(0, inverse, torch.arange(len(idx), device=idx.device), "amax")   # an image's last row
         moved = self.momentum * self.entries[uniq] + (1 - self.momentum) * z[last].to(self.entries.dtype)
         self.entries[uniq] = F.normalize(moved, dim=1)
+
+    @torch.no_grad()
+    def fill(self, idx: torch.Tensor, z: torch.Tensor) -> None:
+        "Set the entries of images `idx` to their embeddings `z` (B, dim), normalised, with no momentum."
+        if len(idx) != len(z): raise ValueError(f"{len(idx)} indices for {len(z)} embeddings")
+        self.entries[idx] = F.normalize(z.to(self.entries.dtype), dim=1)
 
 # %% ../../nbs/53_momentum.ipynb #c08b477f
 def batch_shuffle(n: int, generator: torch.Generator | None = None, device=None) -> tuple[torch.Tensor, torch.Tensor]:

@@ -14,7 +14,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from ..ops import affine_grid, check_images
-from ..core import IMAGENET_SIZE
+from ..core import IMAGENET_SIZE, to_float_images
 from ..data.imageset import ImageSet
 from ..models import Encoder, ProjectionHead
 from ..profiles import DEFAULT_IMAGE_SIZE
@@ -26,7 +26,7 @@ from .method import EncoderConfig, MethodBase, SSL_VIEWS
 from .momentum import MemoryBank
 
 # %% auto #0
-__all__ = ['PIRL_LOSSES', 'JigsawPolicy', 'get_jigsaw', 'PirlConfig', 'running_stats_frozen', 'PIRL']
+__all__ = ['PIRL_LOSSES', 'PIRL_BANK_INITS', 'JigsawPolicy', 'get_jigsaw', 'PirlConfig', 'running_stats_frozen', 'PIRL']
 
 # %% ../../nbs/57_pirl.ipynb #9b6aa54d
 class JigsawPolicy:
@@ -82,6 +82,7 @@ def get_jigsaw(size: int = DEFAULT_IMAGE_SIZE) -> JigsawPolicy:
 
 # %% ../../nbs/57_pirl.ipynb #2e90cf3b
 PIRL_LOSSES = ("nce", "infonce")
+PIRL_BANK_INITS = ("random", "network")
 
 @dataclass
 class PirlConfig(EncoderConfig):
@@ -98,7 +99,8 @@ class PirlConfig(EncoderConfig):
     jigsaw_weight: float = 0.5         # lambda: the jigsaw term's share of the loss
     loss: str = "nce"                  # "nce" (the paper's) or "infonce" (VISSL's cross-entropy option)
     head_layers: int = 1               # the image and patch heads: 1 is the paper's linear f and g, 2 MoCo-v2's MLP
-    LATE_FIELDS: ClassVar[tuple[str, ...]] = EncoderConfig.LATE_FIELDS + ("head_layers",)   # () keeps earlier keys
+    bank_init: str = "random"          # the paper's random unit vectors, or "network": f of every image before step 1
+    LATE_FIELDS: ClassVar[tuple[str, ...]] = EncoderConfig.LATE_FIELDS + ("head_layers", "bank_init")   # () keeps earlier keys
 
     def __post_init__(self):
         if self.loss not in PIRL_LOSSES: raise ValueError(f"PirlConfig.loss must be one of {PIRL_LOSSES}, got {self.loss!r}")
@@ -107,17 +109,19 @@ class PirlConfig(EncoderConfig):
         if not 0 <= self.bank_momentum < 1: raise ValueError(f"PirlConfig.bank_momentum must be in [0, 1), got {self.bank_momentum}")
         if self.head_layers not in (1, 2): raise ValueError(f"PirlConfig.head_layers must be 1 (linear) or 2 (MLP), got {self.head_layers}")
         if self.temperature <= 0: raise ValueError(f"PirlConfig.temperature must be > 0, got {self.temperature}")
+        if self.bank_init not in PIRL_BANK_INITS: raise ValueError(f"PirlConfig.bank_init must be one of {PIRL_BANK_INITS}, got {self.bank_init!r}")
 
     # per profile: negatives scaled to the training set, MoCo's learning rate and views, and MoCo's compute per model
     # (a PIRL step cost 1.84-1.98 MoCo steps at the cpu scale, bench/bench_pirl.py: 1700 / 1.9 ~ 900; real 1000 / 1.9)
-    SCALES = {"smoke": dict(negatives=64, lr=0.06, loss="infonce"),
-              "cpu": dict(negatives=4096, lr=0.06, loss="infonce", steps=900, **SSL_VIEWS["cpu"]),
-              "real": dict(negatives=8192, lr=0.06, loss="infonce", steps=530),
+    SCALES = {"smoke": dict(negatives=64, lr=0.06, loss="infonce", bank_init="network"),
+              "cpu": dict(negatives=4096, lr=0.06, loss="infonce", bank_init="network", steps=900, **SSL_VIEWS["cpu"]),
+              "real": dict(negatives=8192, lr=0.06, loss="infonce", bank_init="network", steps=530),
               "gpu": dict()}
     RECIPE_SOURCES = {p: "not searched: the paper's temperature, bank momentum and lambda; negatives scaled to the training "
                          "set; VISSL's InfoNCE form where the paper's NCE diverges (a set of thousands fills the bank before "
-                         "the network spreads its embeddings: the notebook's tiny runs); the profile's MoCo learning rate, "
-                         "views and compute per model" for p in ("smoke", "cpu", "real")}
+                         "the network spreads its embeddings: the notebook's tiny runs); the bank filled by the network as built, not "
+                         "random (a few epochs of training start from noise otherwise: the notebook's tiny runs); the "
+                         "profile's MoCo learning rate, views and compute per model" for p in ("smoke", "cpu", "real")}
     RECIPE_SOURCES["gpu"] = "the paper's own (NCE, 32,000 negatives, temperature 0.07, bank momentum 0.5, lambda 0.5), not searched"
 
 # %% ../../nbs/57_pirl.ipynb #8d23aa33
@@ -149,12 +153,35 @@ class PIRL(MethodBase):
             self.head_jigsaw = ProjectionHead(k * d, d, layers=1)                        # the nine in shuffled order
             self.bank = MemoryBank(int(n_images), d, config.bank_momentum)
         self.register_buffer("Z", torch.zeros(()))   # NCE's normaliser, set at the first step and checkpointed
+        self.register_buffer("bank_filled", torch.zeros(()))   # 1 once `bank_init="network"` has filled it (checkpointed)
+        self.__dict__["fill_from"] = None   # the training images the first step fills the bank with (`build`)
         self._pending = None
 
     @classmethod
     def build(cls, config: PirlConfig, train_set: ImageSet | None = None, policy=None) -> "PIRL":
-        "The method for `config`, its memory bank one entry per image of `train_set`."
-        return cls(config, policy, len(train_set) if train_set is not None else None)
+        "The method for `config`, its memory bank one entry per image of `train_set` (filled from them at the first step with `bank_init=\"network\"`)."
+        m = cls(config, policy, len(train_set) if train_set is not None else None)
+        m.__dict__["fill_from"] = train_set
+        return m
+
+    @torch.no_grad()
+    def fill_bank(self, images: ImageSet, like: torch.Tensor) -> None:
+        """Every entry of the bank set to f of its whole image by the network as it is, in chunks of the training batch
+        (whose statistics its BatchNorm normalises by in training), the running statistics left alone; the chunks go
+        where `like` is, in its memory format. Every process fills the whole bank: the same weights, the same entries."""
+        if len(images) != len(self.bank): raise ValueError(f"{len(images)} images for a memory bank of {len(self.bank)}")
+        fmt = torch.channels_last if like.dim() == 4 and not like.is_contiguous() and like.is_contiguous(memory_format=torch.channels_last) else torch.contiguous_format
+        with running_stats_frozen(self.encoder_q):
+            for start in range(0, len(images), self.config.batch_size):
+                idx = torch.arange(start, min(start + self.config.batch_size, len(images)))
+                x = to_float_images(images.images[idx.numpy()], like.device).contiguous(memory_format=fmt)
+                self.bank.fill(idx.to(self.bank.entries.device), self.head_image(self.encoder_q(x)).float())
+        self.bank_filled.fill_(1)
+
+    def _load_from_state_dict(self, state_dict, prefix, *args, **kwargs):
+        # a checkpoint from before `bank_init` has no flag: its bank is in use and must not be filled over
+        if prefix + "bank.entries" in state_dict: state_dict.setdefault(prefix + "bank_filled", torch.ones(()))
+        super()._load_from_state_dict(state_dict, prefix, *args, **kwargs)
 
     def embed_jigsaw(self, patches: torch.Tensor) -> torch.Tensor:
         "g: patches (N, 9, 3, P, P) -> (N, proj_dim), the nine through the backbone as one batch."
@@ -171,6 +198,9 @@ class PIRL(MethodBase):
 
     def forward(self, x: torch.Tensor, idx: torch.Tensor | None = None, generator: torch.Generator | None = None):
         if idx is None: raise ValueError("PIRL's memory bank needs the images' indices in the training set (idx)")
+        if self.config.bank_init == "network" and not self.bank_filled:
+            if self.fill_from is None: raise ValueError('bank_init="network" fills the bank from the training images: build the method with PIRL.build(config, train_set)')
+            self.fill_bank(self.fill_from, x)
         image = self.views(x, generator)
         patches, _ = self.jigsaw(x, generator)
         f = F.normalize(self.head_image(self.encoder_q(image)).float(), dim=1)
