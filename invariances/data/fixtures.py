@@ -208,7 +208,7 @@ def make_fixture(name: str, root: str | os.PathLike, frames: int = 5, images: in
             anns.append({"id": 10 * i, "image_id": i, "category_id": 1, "bbox": box, "area": box[2] * box[3], "iscrowd": 0})
             if 1 < i <= 3: anns.append({"id": 10 * i + 1, "image_id": i, "category_id": 62, "bbox": [12, 3, 15, 14], "area": 210, "iscrowd": 0})
         (d / "annotations").mkdir(parents=True, exist_ok=True)
-        for split in ("train2017", "val2017"):   # the same three images in both splits
+        for split in ("train2017", "val2017"):   # the same images in both splits
             (d / f"annotations/instances_{split}.json").write_text(json.dumps({"images": imgs, "annotations": anns, "categories": cats}))
     elif name == "voc2007":
         base = d / "VOCdevkit/VOC2007"
