@@ -102,6 +102,7 @@ class ClaimResult:
     held: bool | None                            # None: not evaluated (missing run, table, marks or values)
     passed: dict = field(default_factory=dict)   # column -> it counts (check passes; and significant, with marks)
     point: dict = field(default_factory=dict)    # column -> the check passes on the point estimates alone
+    ties: dict = field(default_factory=dict)     # column -> a best check fails only because `expect` ties for the best
     detail: str = ""
     seeds: SeedCheck | None = None               # what other seeds in its table say of it (`seed_check`; the report fills it)
 
@@ -138,16 +139,18 @@ def check_claim(claim: Claim, table: pd.DataFrame | None, marks: pd.DataFrame | 
         if gaps: return ClaimResult(claim, None, detail=f"marks table `{claim.marks}` lacks {gaps}")
         marked = marks_mask(marks)
     v = values * (1.0 if claim.order == "highest" else -1.0)
-    point = {}
+    point, ties = {}, {}
     for col in claim.columns:
         x = v[col]
-        if claim.check == "best": point[col] = bool(x[claim.expect] == x.max() and (x == x.max()).sum() == 1)
+        if claim.check == "best":
+            top = bool(x[claim.expect] == x.max())
+            point[col], ties[col] = top and bool((x == x.max()).sum() == 1), top and bool((x == x.max()).sum() > 1)
         elif claim.check == "between":
             others = x.drop(claim.expect)
             point[col] = bool(others.min() <= x[claim.expect] <= others.max())
         else: point[col] = bool((x.drop(claim.expect) - x[claim.expect]).abs().max() <= claim.within)
     passed = {c: ok and bool(marked.loc[claim.expect, c]) for c, ok in point.items()} if claim.marks else dict(point)
-    r = ClaimResult(claim, None, passed, point)
+    r = ClaimResult(claim, None, passed, point, ties=ties)
     r.held = r.count >= claim.needed
     r.detail = (f"{r.count}/{len(passed)} columns significant ({r.point_count}/{len(point)} by point estimate)"
                 if claim.marks else f"{r.count}/{len(passed)} columns") + f"; needs {claim.needed}"
@@ -515,13 +518,20 @@ def claim_outcome(r: ClaimResult) -> str:
 
 def why_not_held(r: ClaimResult) -> str:
     """Why a claim did not hold, in words: a lack of power (the point estimates show it in enough columns, our Hoeffding
-    test does not mark enough of them at this sample size) or the data against it (the expected order fails)."""
+    test does not mark enough of them at this sample size) or the data against it (the expected order fails), and
+    where it fails because the expected model ties for the best, which says the measure does not separate the models
+    there (a score at its ceiling, such as RIS on a family every model is fully invariant to) rather than that the
+    order is reversed."""
     if r.claim.marks and r.point and r.point_count >= r.claim.needed:
         return (f"the point estimates show it in {r.point_count} of {len(r.point)} columns, but our significance test marks "
                 f"only {r.count}: too little power at this sample size, not a contradiction")
     shown = r.point if r.claim.marks and r.point else r.passed
     against = [k for k, v in shown.items() if not v]
-    return f"the expected order fails in {len(against)} of {len(shown)} columns ({', '.join(map(str, against[:6]))}{', ...' if len(against) > 6 else ''})"
+    tied = [k for k in against if r.ties.get(k)]
+    names = lambda cols: ", ".join(map(str, cols[:6])) + (", ..." if len(cols) > 6 else "")
+    return (f"the expected order fails in {len(against)} of {len(shown)} columns ({names(against)})" +
+            (f"; in {len(tied)} of them ({names(tied)}) the expected model ties for the best: equal values, the measure "
+             "does not separate the models there" if tied else ""))
 
 def claims_section(results: list[ClaimResult]) -> list[str]:
     "The report's claims: the paper's words, our rule, the verdict with its count, and the per-column outcome."
