@@ -143,8 +143,8 @@ def check_claim(claim: Claim, table: pd.DataFrame | None, marks: pd.DataFrame | 
     for col in claim.columns:
         x = v[col]
         if claim.check == "best":
-            top = bool(x[claim.expect] == x.max())
-            point[col], ties[col] = top and bool((x == x.max()).sum() == 1), top and bool((x == x.max()).sum() > 1)
+            top, n_top = bool(x[claim.expect] == x.max()), int((x == x.max()).sum())
+            point[col], ties[col] = top and n_top == 1, top and n_top > 1
         elif claim.check == "between":
             others = x.drop(claim.expect)
             point[col] = bool(others.min() <= x[claim.expect] <= others.max())
