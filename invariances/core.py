@@ -100,10 +100,12 @@ def data_root(root: str | os.PathLike | None = None, required: bool = False) -> 
     if not root.is_dir(): raise FileNotFoundError(f"data root {root} does not exist or is not a folder")
     return root
 
-def cache_dir(*parts: str) -> Path:
-    "A folder under the cache root (`$INVARIANCES_CACHE`, default `~/.cache/invariances`), created on demand."
+def cache_dir(*parts: str, create: bool = True) -> Path:
+    """A folder under the cache root (`$INVARIANCES_CACHE`, default `~/.cache/invariances`), created on demand;
+    `create=False` for a lookup, which must not leave an empty folder behind when nothing is cached there."""
     root = Path(os.environ.get("INVARIANCES_CACHE") or Path.home() / ".cache" / "invariances").expanduser()
-    d = root.joinpath(*parts); d.mkdir(parents=True, exist_ok=True)
+    d = root.joinpath(*parts)
+    if create: d.mkdir(parents=True, exist_ok=True)
     return d
 
 def config_key(config: Mapping, n: int = 16) -> str:

@@ -569,20 +569,25 @@ def minutes_per_model(training: pd.DataFrame | None) -> float:
     return float(minutes.mean()) if minutes is not None and len(minutes) else float("nan")
 
 def plot_claims_against_compute(points: list[dict], title: str = ""):
-    """Left: the fraction of a run's claims that held against its training minutes per model; right: each model's
-    held-out k-NN accuracy. `points`: per run `{run, minutes, held, evaluated, knn: {model: accuracy}}`."""
+    """Left: the fraction of a table's claims that held against its run's training minutes per model, one line per
+    table across its budgets; right: each model's held-out k-NN accuracy against its own training minutes.
+    `points`: per run `{run, minutes, held, evaluated, knn: {model: accuracy}}`, optionally `table` (the run it is a
+    variant of; default the run itself) and `model_minutes` ({model: minutes}; default the run's `minutes`)."""
     import matplotlib.pyplot as plt
     pts = sorted((p for p in points if np.isfinite(p["minutes"]) and p["evaluated"]), key=lambda p: p["minutes"])
     fig, (a, b) = plt.subplots(1, 2, figsize=(10, 3.6))
-    a.plot([p["minutes"] for p in pts], [p["held"] / p["evaluated"] for p in pts], "o-", color="k")
-    for p in pts: a.annotate(f'{p["run"]}: {p["held"]}/{p["evaluated"]}', (p["minutes"], p["held"] / p["evaluated"]),
-                             textcoords="offset points", xytext=(4, 4), fontsize=7)
-    a.set_ylim(-0.05, 1.05); a.set_ylabel("claims held (fraction)")
-    for model in dict.fromkeys(m for p in pts for m in p["knn"]):
-        xs = [(p["minutes"], p["knn"][model]) for p in pts if model in p["knn"]]
-        b.plot(*zip(*xs), "o-", label=model, ms=4)
-    b.set_ylabel("held-out k-NN accuracy"); b.legend(fontsize=7)
-    for ax in (a, b): ax.set_xscale("log"); ax.set_xlabel("training minutes per model")
+    for table in dict.fromkeys(p.get("table", p["run"]) for p in pts):
+        mine = [p for p in pts if p.get("table", p["run"]) == table]
+        a.plot([p["minutes"] for p in mine], [p["held"] / p["evaluated"] for p in mine], "o-", ms=4,
+               label=f'{table}: ' + ", ".join(f'{p["held"]}/{p["evaluated"]}' for p in mine))
+    a.set_ylim(-0.05, 1.05); a.set_ylabel("claims held (fraction)"); a.set_xlabel("training minutes per model (the run's mean)")
+    a.legend(fontsize=7)
+    for model in dict.fromkeys(m for p in pts for m in p["knn"]):   # each (minutes, accuracy) once: tables share models
+        xs = sorted({(p.get("model_minutes", {}).get(model, p["minutes"]), p["knn"][model]) for p in pts if model in p["knn"]})
+        if all(x <= 0 for x, _ in xs): b.axhline(xs[0][1], ls=":", color="0.5", label=f"{model} (untrained)"); continue
+        b.plot(*zip(*[(x, y) for x, y in xs if x > 0]), "o-", label=model, ms=4)
+    b.set_ylabel("held-out k-NN accuracy"); b.set_xlabel("training minutes of the model"); b.legend(fontsize=7)
+    for ax in (a, b): ax.set_xscale("log")
     if title: fig.suptitle(title, fontsize=9)
     fig.tight_layout()
     return fig
@@ -757,15 +762,19 @@ def build_report(batch: str, root: str | os.PathLike | None = None, out: str | o
             mine = [r for r in results if r.claim.run == run and r.held is not None]
             training = _read_table(states[run].folder, "training")
             knn = training["k-NN accuracy (held out)"].dropna().to_dict() if training is not None and "k-NN accuracy (held out)" in training else {}
-            points.append({"run": run, "minutes": minutes_per_model(training), "held": sum(r.held for r in mine),
-                           "evaluated": len(mine), "knn": knn})
+            own = {}
+            if training is not None and "minutes, one uninterrupted run" in training:
+                own = pd.to_numeric(training["minutes, one uninterrupted run"], errors="coerce").dropna().to_dict()
+            points.append({"run": run, "table": next(r.variant_of or r.name for r in b.runs if r.name == run),
+                           "minutes": minutes_per_model(training), "held": sum(r.held for r in mine),
+                           "evaluated": len(mine), "knn": knn, "model_minutes": own})
         if points:
             fig = plot_claims_against_compute(points, f"batch {b.name}: the same claims at each run's training budget")
             dest = report_path.parent / "figures" / f"{b.name}-claims-against-compute.png"
             _write_figure(fig, dest)
             lines += ["## Claims against compute", "", "Each run's claims held (of those evaluated) and each model's held-out "
                       "k-NN accuracy against the run's mean training minutes per model.", "",
-                      table_markdown(pd.DataFrame(points).assign(knn=lambda t: t.knn.map(
+                      table_markdown(pd.DataFrame(points).drop(columns=["table", "model_minutes"]).assign(knn=lambda t: t.knn.map(
                           lambda d: ", ".join(f"{k} {v:.3f}" for k, v in d.items()))).set_index("run"), ".2f"),
                       f"![claims against compute]({dest.relative_to(report_path.parent).as_posix()})", ""]
     # our numbers beside the paper's; one section in place of each unusable run's tables and figures

@@ -295,9 +295,10 @@ def model_key(name: str, profile: str | Profile = "cpu", seed: int = 0, root=Non
     return config_key({"zoo": ZOO_VERSION, "model": m.identity(), "config": model_config(name, p, seed).identity(),
                        "n_train": p.n_train, "data": data_identity(p, root, m.data) if get_method(m.method).trains else None})
 
-def model_dir(name: str, profile: str | Profile = "cpu", seed: int = 0, root=None) -> Path:
+def model_dir(name: str, profile: str | Profile = "cpu", seed: int = 0, root=None, create: bool = True) -> Path:
+    "The zoo cache folder of model `name` (`create=False`: its path only, for lookups that must not write)."
     p = get_profile(profile)
-    return cache_dir("zoo", f"{name}-{p.name}-s{seed}-{model_key(name, p, seed, root)}")
+    return cache_dir("zoo", f"{name}-{p.name}-s{seed}-{model_key(name, p, seed, root)}", create=create)
 
 # %% ../nbs/60_zoo.ipynb #04374f94
 @dataclass(frozen=True)
@@ -459,11 +460,11 @@ def _get_distributed(name: str, p: Profile, seed: int, root, runtime, progress) 
         return enc
 
 def is_cached(name: str, profile: str | Profile = "cpu", seed: int = 0, root=None) -> bool:
-    return (model_dir(name, profile, seed, root) / "backbone.pt").is_file()
+    return (model_dir(name, profile, seed, root, create=False) / "backbone.pt").is_file()
 
 def weights_digest(name: str, profile: str | Profile = "cpu", seed: int = 0, root=None) -> str | None:
     "The recorded sha256 of the model's `backbone.pt` (what a record computed from it refers to); None if none is recorded."
-    try: m = json.loads((model_dir(name, profile, seed, root) / MANIFEST).read_text())
+    try: m = json.loads((model_dir(name, profile, seed, root, create=False) / MANIFEST).read_text())
     except (OSError, ValueError): return None
     rec = m.get("files", {}).get("backbone.pt") if isinstance(m, dict) else None
     return record_digest(rec) if rec else None
@@ -474,7 +475,7 @@ def training_record(name: str, profile: str | Profile = "cpu", seed: int = 0, ro
     `train_seconds` is summed over resumed sessions; loss and accuracy (the method's own: contrastive or class) are
     means over the first and last `window` steps, and `peak_acc` is the best such mean, to show how training went."""
     p = get_profile(profile)
-    folder = model_dir(name, p, seed, root)
+    folder = model_dir(name, p, seed, root, create=False)
     try:
         check_entry(folder, need=("backbone.json",))
         if not (folder / "backbone.json").is_file(): return None
@@ -509,7 +510,7 @@ def snapshots(name: str, profile: str | Profile = "cpu", seed: int = 0, root=Non
 
 def snapshot_record(name: str, profile: str | Profile = "cpu", seed: int = 0, root=None) -> dict | None:
     "The sealed record of model `name`'s snapshots (steps, fractions, `same_as_model`), None if it has none yet."
-    try: return check_entry(model_dir(name, profile, seed, root) / SNAPSHOTS, verify=False)
+    try: return check_entry(model_dir(name, profile, seed, root, create=False) / SNAPSHOTS, verify=False)
     except CacheError: return None
 
 def _seal_snapshots(folder: Path, name: str, p: Profile, seed: int, same_as_model: bool) -> dict:
