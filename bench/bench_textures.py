@@ -1,5 +1,6 @@
 """Random-phase textures (`ops.random_phase_textures`, LooC's texture randomisation and fog's clouds): the library's
-`torch.polar` against the `amp * exp(1j * phase)` it replaced, on the same draws, in one run, alternating.
+`torch.polar` against the `amp * exp(1j * phase)` it replaced, on the same draws, in one run, alternating; and the
+textures of one `TextureRandomization(p=0.5)` draw, made only for the images blended (`rows`) against all of them.
 
     PYTHONPATH=. python bench/bench_textures.py [--n 256] [--size 48] [--reps 10] [--threads 1]
 """
@@ -26,14 +27,21 @@ def main():
     beta = torch.linspace(1.0, 2.5, a.n)
     same = (random_phase_textures(a.n, a.size, beta, torch.Generator().manual_seed(0))
             - exp_route(a.n, a.size, beta, torch.Generator().manual_seed(0))).abs().max().item()
-    times = {"polar (library)": [], "exp (before)": []}
+    rows = torch.rand(a.n, generator=torch.Generator().manual_seed(1)) < 0.5        # p = 0.5: the images blended
+    half = lambda n, size, b, g: random_phase_textures(n, size, b, g, rows=rows)
+    bits = torch.equal(half(a.n, a.size, beta, torch.Generator().manual_seed(0))[rows],
+                       random_phase_textures(a.n, a.size, beta, torch.Generator().manual_seed(0))[rows])
+    cases = (("polar (library)", random_phase_textures), ("exp (before)", exp_route), ("polar, rows blended (p = 0.5)", half))
+    times = {name: [] for name, _ in cases}
     for r in range(a.reps):
-        for name, f in (("polar (library)", random_phase_textures), ("exp (before)", exp_route)):
+        for name, f in cases:
             t0 = time.perf_counter(); f(a.n, a.size, beta, torch.Generator().manual_seed(r)); times[name].append(time.perf_counter() - t0)
     med = {k: statistics.median(v) for k, v in times.items()}
-    print(f"{a.n} textures at {a.size} px, {a.threads} thread(s), median of {a.reps}; max |polar - exp| = {same:.1e}")
-    for k, v in med.items(): print(f"  {k:16s} {v * 1000:7.1f} ms")
-    print(f"  speed-up: {med['exp (before)'] / med['polar (library)']:.2f}x")
+    print(f"{a.n} textures at {a.size} px, {a.threads} thread(s), median of {a.reps}; max |polar - exp| = {same:.1e}; "
+          f"rows blended ({int(rows.sum())} of {a.n}) bit-identical to the full draw there: {bits}")
+    for k, v in med.items(): print(f"  {k:30s} {v * 1000:7.1f} ms")
+    print(f"  polar against exp: {med['exp (before)'] / med['polar (library)']:.2f}x")
+    print(f"  rows blended against every row (one p = 0.5 draw): {med['polar (library)'] / med['polar, rows blended (p = 0.5)']:.2f}x")
 
 if __name__ == "__main__":
     main()

@@ -199,15 +199,21 @@ def gaussian_blur(x: torch.Tensor, sigma: torch.Tensor, radius: int | None = Non
     return blur_separable(x, gaussian_kernels(sigma, radius))
 
 # %% ../nbs/02_ops.ipynb #8a28da5b
-def random_phase_textures(n: int, size: int, beta: torch.Tensor, g: torch.Generator) -> torch.Tensor:
-    "`n` colour textures `(n,3,size,size)` in [0,1]: random-phase noise with amplitude spectrum |f|^-beta."
+def random_phase_textures(n: int, size: int, beta: torch.Tensor, g: torch.Generator, rows: torch.Tensor | None = None) -> torch.Tensor:
+    """`n` colour textures `(n,3,size,size)` in [0,1]: random-phase noise with amplitude spectrum |f|^-beta.
+    `rows` (a boolean mask of the `n`): make only those textures and leave the others zero. The generator advances as
+    for all `n`, and each texture made is the same bits as in the full draw: a texture nobody blends in costs no FFT."""
     fy = torch.fft.fftfreq(size)[:, None]; fx = torch.fft.rfftfreq(size)[None, :]
     radius = torch.sqrt(fx ** 2 + fy ** 2).clamp_min(1.0 / size)
-    amp = radius[None, None] ** (-beta.view(-1, 1, 1, 1))
     phase = 2 * math.pi * torch.rand(n, 3, *radius.shape, generator=g)
-    t = torch.fft.irfft2(torch.polar(amp.expand_as(phase), phase), s=(size, size))  # polar: 6x faster than exp(1j phase)
-    lo, hi = t.amin((2, 3), keepdim=True), t.amax((2, 3), keepdim=True)
-    t = (t - lo) / (hi - lo + 1e-8)
     contrast = 0.5 + 0.5 * torch.rand(n, 3, 1, 1, generator=g)  # random colour: per-channel contrast and offset
     offset = (1 - contrast) * torch.rand(n, 3, 1, 1, generator=g)
-    return t * contrast + offset
+    keep = slice(None) if rows is None else torch.as_tensor(rows, dtype=torch.bool).nonzero().squeeze(1)
+    if rows is not None and len(keep) == 0: return torch.zeros(n, 3, size, size)
+    amp = radius[None, None] ** (-beta[keep].view(-1, 1, 1, 1))
+    t = torch.fft.irfft2(torch.polar(amp.expand_as(phase[keep]), phase[keep]), s=(size, size))  # polar: 6x faster than exp(1j phase)
+    lo, hi = t.amin((2, 3), keepdim=True), t.amax((2, 3), keepdim=True)
+    t = (t - lo) / (hi - lo + 1e-8) * contrast[keep] + offset[keep]
+    if rows is None: return t
+    out = torch.zeros(n, 3, size, size); out[keep] = t
+    return out

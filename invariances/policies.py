@@ -192,7 +192,7 @@ class TextureRandomization(Augmentation):
     def sample(self, n, g, height, width):
         on = _bernoulli(n, self.p, g)
         alpha = _uniform(n, *self.alpha, g)
-        tex = random_phase_textures(n, self.size, _uniform(n, *self.beta, g), g)
+        tex = random_phase_textures(n, self.size, _uniform(n, *self.beta, g), g, rows=on)   # zero where not blended in
         return {"alpha": torch.where(on, alpha, torch.zeros(n)), "texture": tex}
     def identity(self, n): return {"alpha": torch.zeros(n), "texture": torch.zeros(n, 3, self.size, self.size)}
     def apply(self, x, p):
