@@ -606,21 +606,26 @@ def scale_note(profile: str) -> str:
             f"{c.batch_size}, learning rate {c.lr:g}, {queue}, key momentum {c.key_momentum:g}, temperature {c.temperature:g}; "
             "one seed per model unless a table says otherwise.")
 
-def weak_models(training: Mapping[str, pd.DataFrame | None]) -> dict[str, list[str]]:
-    "Model (row label) -> the runs whose `training` table shows its held-out k-NN margin over chance at most the untrained network's."
+def weak_models(training: Mapping[str, pd.DataFrame | None]) -> dict[str, list[str]] | None:
+    """Model (row label) -> the runs whose `training` table shows its held-out k-NN margin over chance at most the
+    untrained network's; None when no run has such a table (a batch that reads out no zoo model's health)."""
     out: dict[str, list[str]] = {}
+    seen = False
     for run, t in training.items():
         col = next((c for c in (t.columns if t is not None else []) if str(c).startswith(UNTRAINED_MARGIN)), None)
         if col is None: continue
+        seen = True
         for label, v in t[col].items():
             if pd.notna(v) and float(v) <= 1: out.setdefault(str(label), []).append(run)
-    return out
+    return out if seen else None
 
-def caveats_section(profiles: Sequence[str], weak: Mapping[str, list[str]], results: Sequence[ClaimResult]) -> list[str]:
-    "The report's 'Scale and caveats': each profile's scale beside the papers', the models that did not learn, the claims on them."
+def caveats_section(profiles: Sequence[str], weak: Mapping[str, list[str]] | None, results: Sequence[ClaimResult]) -> list[str]:
+    """The report's 'Scale and caveats': each profile's scale beside the papers', the models that did not learn, the
+    claims on them (nothing on the models when `weak` is None: no run read out their health)."""
     labels = zoo.labels()
     lines = ["## Scale and caveats", ""] + [x for p in profiles for x in (scale_note(p), "")] + [PAPERS_SCALE, ""]
     if any(r.seeds is not None for r in results): lines += [seeds_summary(results), ""]
+    if weak is None: return lines
     if not weak: return lines + ["Every model the runs read out is above the untrained network by held-out k-NN accuracy.", ""]
     lines += ["**Models no better than the untrained network** (held-out k-NN margin over chance at most the untrained "
               "network's): " + "; ".join(f"{m} (run{'s' if len(r) > 1 else ''} {', '.join(r)})" for m, r in weak.items()) + ".", ""]
@@ -737,7 +742,8 @@ def build_report(batch: str, root: str | os.PathLike | None = None, out: str | o
                        f"![minutes per paper]({dest.relative_to(report_path.parent).as_posix()})", ""]
     # claims: only on usable runs
     # a claim of run X is checked on X and on every run of the batch that is a variant of X (trained longer, ...)
-    runs_of = lambda run: [r.name for r in b.runs if run in (r.name, r.variant_of)]
+    named = lambda run: {run} if isinstance(run, str) else set(run)      # a comparison may name several runs
+    runs_of = lambda run: [r.name for r in b.runs if named(run) & {r.name, r.variant_of}]
     results = []
     for claim in claims:
         for run in runs_of(claim.run):

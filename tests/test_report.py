@@ -219,6 +219,19 @@ def test_report_shows_a_runs_figure(tmp_path):
     assert (root / "repro/figures/t-rec-curve.png").read_bytes() == png
 
 
+def test_a_comparison_may_name_several_runs(tmp_path):
+    "A comparison whose `run` is a list shows its section once per usable run of the batch, titled with the run's name."
+    from invariances.report import build_report
+    root = _project(tmp_path, runs=("a-recipe", "b-recipe", "c-recipe"),
+                    comparisons=[{"title": "Entries", "note": "per run", "run": ["a-recipe", "b-recipe", "c-recipe"], "table": "entries"}])
+    for run, acc in (("a-recipe", 0.25), ("b-recipe", 0.5)):     # c-recipe never ran: said once, nothing shown
+        d = root / "repro/runs/t" / run; d.mkdir(parents=True); (d / ".done.json").write_text('{"key": "k"}')
+        pd.DataFrame({"run": ["profile"], "knn_accuracy": [acc]}).set_index("run").to_csv(d / "entries.csv")
+    text = build_report("t", root, root / "repro/REPORT.md").text
+    assert "## Entries (run a-recipe)" in text and "## Entries (run b-recipe)" in text and "0.25" in text and "0.50" in text
+    assert "## Entries (run c-recipe)" not in text and "Not shown: Entries (run c-recipe)." in text
+
+
 def test_the_table2_figure_is_listed_for_the_report():
     "Table 2's figure, written by its notebook, is shown by the report (issue 16: figures where people look)."
     import json
