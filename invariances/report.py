@@ -779,7 +779,8 @@ def build_report(batch: str, root: str | os.PathLike | None = None, out: str | o
             dest = report_path.parent / "figures" / f"{b.name}-claims-against-compute.png"
             _write_figure(fig, dest)
             lines += ["## Claims against compute", "", "Each run's claims held (of those evaluated) and each model's held-out "
-                      "k-NN accuracy against the run's mean training minutes per model.", "",
+                      "k-NN accuracy; the figure draws the claims against the run's mean training minutes per model, "
+                      "one line per table across its budgets, and each model's accuracy against its own training minutes.", "",
                       table_markdown(pd.DataFrame(points).drop(columns=["table", "model_minutes"]).assign(knn=lambda t: t.knn.map(
                           lambda d: ", ".join(f"{k} {v:.3f}" for k, v in d.items()))).set_index("run"), ".2f"),
                       f"![claims against compute]({dest.relative_to(report_path.parent).as_posix()})", ""]
