@@ -17,9 +17,9 @@ import torch
 # %% auto #0
 __all__ = ['IMAGENET_MEAN', 'IMAGENET_STD', 'IMAGENET_SIZE', 'PROGRESS_ENV', 'PROGRESS_EVERY_S', 'BATCH_OUTPUTS',
            'seed_everything', 'seed_worker', 'run_concurrently', 'to_float_images', 'to_uint8_images', 'data_root',
-           'cache_dir', 'config_key', 'atomic_path', 'write_bytes', 'write_text', 'write_json', 'save_torch',
-           'report_progress', 'in_ci', 'file_digest', 'tree_digest', 'git_info', 'package_versions', 'peak_memory_mb',
-           'provenance']
+           'cache_dir', 'safe_name', 'config_key', 'atomic_path', 'write_bytes', 'write_text', 'write_json',
+           'save_torch', 'report_progress', 'in_ci', 'file_digest', 'tree_digest', 'git_info', 'package_versions',
+           'peak_memory_mb', 'provenance']
 
 # %% ../nbs/00_core.ipynb #25237e79
 def seed_everything(seed: int) -> torch.Generator:
@@ -102,11 +102,19 @@ def data_root(root: str | os.PathLike | None = None, required: bool = False) -> 
 
 def cache_dir(*parts: str, create: bool = True) -> Path:
     """A folder under the cache root (`$INVARIANCES_CACHE`, default `~/.cache/invariances`), created on demand;
-    `create=False` for a lookup, which must not leave an empty folder behind when nothing is cached there."""
+    `create=False` for a lookup, which must not leave an empty folder behind when nothing is cached there. Each part is
+    one folder's name (`safe_name` makes one of a user's label)."""
+    for part in parts:
+        if not isinstance(part, str) or part in ("", ".", "..") or "/" in part or "\\" in part:
+            raise ValueError(f"cache folder name {part!r} must be one non-empty name without '/' or '\\' (safe_name makes one)")
     root = Path(os.environ.get("INVARIANCES_CACHE") or Path.home() / ".cache" / "invariances").expanduser()
     d = root.joinpath(*parts)
     if create: d.mkdir(parents=True, exist_ok=True)
     return d
+
+def safe_name(label: str) -> str:
+    "`label` as one folder name: its path separators become '_' (a grid entry may be called 'scale_loss 1/64')."
+    return label.replace("/", "_").replace("\\", "_")
 
 def config_key(config: Mapping, n: int = 16) -> str:
     "A short, stable digest of a JSON-able config (key order does not matter)."

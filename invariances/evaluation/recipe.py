@@ -16,7 +16,7 @@ import pandas as pd
 import torch
 
 from .. import zoo
-from ..core import cache_dir, config_key, write_json
+from ..core import cache_dir, config_key, safe_name, write_json
 from ..policies import get_policy
 from ..runtime import Runtime
 from ..store import CacheError, StaleEntry, begin_entry, check_entry, finish_entry, warn_damaged
@@ -86,7 +86,7 @@ def recipe_run(name: str, profile="cpu", overrides: dict | None = None, evaluati
                       "evaluations": evaluations, "n_train": p.n_train, "protocol": protocol,
                       "data": zoo.data_identity(scale, root)} | ({"runtime": path, "loss": "fp32"} if path != "fp32" else {})
                      | ({"method": method} if method != "moco" else {}))
-    folder = cache_dir("recipe", f"{name}-{p.name}-{key}")
+    folder = cache_dir("recipe", safe_name(f"{name}-{p.name}-{key}"))
     record_path, label = folder / "recipe.json", f"recipe run {name!r} ({p.name}, seed {seed})"
     if not rerun and (record := _cached_recipe(folder, label)) is not None: return record
     begin_entry(folder, RECIPE_MANIFEST)                           # a half-written record never looks finished
