@@ -44,7 +44,7 @@ class BarlowConfig(EncoderConfig):
     RECIPE_SOURCES = {
         "smoke": f"not searched: {_BASE}, the loss unscaled (the smoke batch only checks that every line runs)",
         "cpu": f"{_BASE}; scale_loss from run barlow-scale of batch ssl-budget, 2026-11-28: entry 'scale_loss 1/256', the "
-               "highest held-out k-NN accuracy (one seed) within 8 compute minutes per model of 7 entries (1/64 to 1/4096)",
+               "highest held-out k-NN accuracy (one seed) within 8 compute minutes per model of 6 entries (1/64 to 1/4096)",
         "real": f"not searched: {_BASE}; scale_loss carried from the cpu search: the power of two that puts the backbone's "
                 "median first SGD step at the cpu choice's (about 0.02-0.03 of each convolution's weights)",
         "gpu": f"not searched: {_BASE}, the loss unscaled (the paper trains with LARS, which the loop does not have; SGD at "
