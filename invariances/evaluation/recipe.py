@@ -5,7 +5,7 @@
 # %% ../../nbs/76_recipe.ipynb #a796cec4
 from __future__ import annotations
 
-import dataclasses, json, shutil
+import dataclasses, datetime, json, shutil
 from dataclasses import asdict
 from pathlib import Path
 
@@ -106,7 +106,8 @@ def recipe_run(name: str, profile="cpu", overrides: dict | None = None, evaluati
               "compute_minutes": compute_minutes(monitor.records[-1]), "threads": monitor.records[-1]["threads"],
               "images_per_second": out["steps"] * cfg.batch_size / max(monitor.records[-1]["train_seconds"], 1e-9),
               "final_loss": float(np.mean([h["loss"] for h in tail])), "chance_loss": getattr(cfg, "chance_loss", float("nan")),
-              "final_contrastive_accuracy": float(np.mean([h.get("acc", np.nan) for h in tail]))}
+              "final_contrastive_accuracy": float(np.mean([h.get("acc", np.nan) for h in tail])),
+              "trained_at": datetime.datetime.now(datetime.timezone.utc).isoformat()}   # a run's cost tells its own from cached
     write_json(record_path, record)
     finish_entry(folder, {"recipe": label}, ["recipe.json"], RECIPE_MANIFEST)
     shutil.rmtree(folder / "run", ignore_errors=True)
