@@ -46,7 +46,7 @@ class BarlowConfig(EncoderConfig):
         "cpu": f"{_BASE}; scale_loss from run barlow-scale of batch ssl-budget, 2026-11-28: entry 'scale_loss 1/256', the "
                "highest held-out k-NN accuracy (one seed) within 8 compute minutes per model of 6 entries (1/64 to 1/4096)",
         "real": f"not searched: {_BASE}; scale_loss carried from the cpu search: the power of two that puts the backbone's "
-                "median first SGD step at the cpu choice's (about 0.02-0.03 of each convolution's weights)",
+                "median first SGD step nearest the cpu choice's (within 2x: checked in nbs/58b_barlow.ipynb)",
         "gpu": f"not searched: {_BASE}, the loss unscaled (the paper trains with LARS, which the loop does not have; SGD at "
                "this scale is unchecked)"}
 
