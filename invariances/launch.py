@@ -171,10 +171,12 @@ class DryRunError(RuntimeError):
     "A run of a batch failed its dry run."
 
 def dry_profile(profile: str | Profile, models: list[str]) -> Profile:
-    "`profile` for one training step: the smallest batch every model's config accepts (MoCo's `bn_splits`), 2 batches of data."
+    """`profile` for one training step: the smallest batch every model's config accepts (MoCo's `bn_splits`), 2 batches
+    of data; pinned over the methods' own `SCALES` (the `cpu` and `real` recipes set their batch and steps there)."""
     p = get_profile(profile)
     batch = math.lcm(2, *(getattr(zoo.model_config(m, p), "bn_splits", 1) for m in models))
-    return dataclasses.replace(p, steps=1, batch_size=batch, n_train=2 * batch, checkpoint_every=1)
+    return dataclasses.replace(p, steps=1, batch_size=batch, n_train=2 * batch, checkpoint_every=1,
+                               pinned=("steps", "batch_size", "checkpoint_every"))
 
 @contextlib.contextmanager
 def _scratch_cache():
@@ -389,13 +391,18 @@ def _figures_step(run: RunSpec, settings: dict, encoders: dict, p: Profile, runt
     return f"Figures: {len(singles)} models x {len(FIGURE_TRANSFORMS)} transforms, a {rho.shape[0]} x {rho.shape[1]} rank correlation, on {p.image_size} px"
 
 DRY_SIZES = {"runner_check.ipynb": {"n_pairs": 200}}   # what `_runner_step` shrinks (the rest is the batch's)
+def _eight_held_out(p: Profile, settings: dict):
+    "8 held-out images of `p`'s data, two classes of 4 for the steps' labels (a fixture's split may hold fewer: repeated)."
+    s = zoo.dataset(p, "test", 8, settings["data_root"], seed=settings["seed"])
+    return s if len(s) == 8 else s.subset(np.arange(8) % len(s))
+
 def _xiao_table1_step(run: RunSpec, settings: dict, encoders: dict, p: Profile, runtime: Runtime, scratch: Path) -> str:
     "xiao_table1.ipynb: 8 images turned by `rotated`; every model's features of them and a top-1/top-5 readout, 2 folds."
     from invariances.core import to_float_images
     from invariances.evaluation.linear import topk_readout, wd_grid
     from invariances.evaluation.tasks import rotated
     from invariances.features import extract_features
-    turned = rotated(zoo.dataset(p, "test", 8, settings["data_root"], seed=settings["seed"]), settings["seed"])
+    turned = rotated(_eight_held_out(p, settings), settings["seed"])
     labels = np.arange(8) % 2   # two classes of 4, so that 2 folds can stratify (the dry run checks the calls, not accuracy)
     for enc in encoders.values():
         f = extract_features(enc, [(to_float_images(turned.images), None)], runtime=runtime, progress=False).features
@@ -430,7 +437,7 @@ def _xiao_table3_step(run: RunSpec, settings: dict, encoders: dict, p: Profile, 
     from invariances.features import extract_features
     from invariances.transforms import CORRUPTIONS, corrupt
     if settings.get("shifted", "rendered") not in ("rendered", "coil100"): raise ValueError(f"shifted must be 'rendered' or 'coil100', got {settings['shifted']!r}")
-    test = to_float_images(zoo.dataset(p, "test", 8, settings["data_root"], seed=settings["seed"]).images)
+    test = to_float_images(_eight_held_out(p, settings).images)
     shifted = to_float_images(novel_pose_set(8, p.image_size, settings["seed"]).images)
     sev = max(settings.get("severities", [5]))
     bad = [corrupt(test[:2], c, sev, torch.Generator().manual_seed(k)) for k, c in enumerate(c for fam in CORRUPTIONS.values() for c in fam)]
@@ -448,7 +455,7 @@ def _xiao_figure3_step(run: RunSpec, settings: dict, encoders: dict, p: Profile,
     from invariances.evaluation.readouts import nearest_neighbours
     from invariances.evaluation.tasks import rotated
     from invariances.features import extract_features
-    test = zoo.dataset(p, "test", 8, settings["data_root"], seed=settings["seed"])
+    test = _eight_held_out(p, settings)
     for enc in encoders.values():
         for s in (test, rotated(test, settings["seed"])):
             nearest_neighbours(extract_features(enc, [(to_float_images(s.images), None)], runtime=runtime, progress=False).features, 2)
@@ -465,7 +472,7 @@ def _xiao_table5_step(run: RunSpec, settings: dict, encoders: dict, p: Profile, 
     (model,) = settings["models"]
     config = zoo.model_config(model, p, settings["seed"])
     columns = [head_columns(config, c) for c in settings["combos"]]
-    x = to_float_images(zoo.dataset(p, "test", 8, settings["data_root"], seed=settings["seed"]).images)
+    x = to_float_images(_eight_held_out(p, settings).images)
     labels = np.arange(8) % 2   # two classes of 4, so that 2 folds can stratify (the dry run checks the calls, not accuracy)
     feats = lambda s: extract_features(encoders[model], [(s, None)], runtime=runtime, progress=False).features
     f, fc = feats(x), feats(corrupt(x[:2], "fog", 5, torch.Generator().manual_seed(0)))
@@ -483,7 +490,7 @@ def _xiao_table4_step(run: RunSpec, settings: dict, encoders: dict, p: Profile, 
     from invariances.evaluation.tasks import looc_transfer_row
     from invariances.features import extract_features
     from invariances.transforms import corrupt
-    s = zoo.dataset(p, "test", 8, settings["data_root"], seed=settings["seed"])
+    s = _eight_held_out(p, settings)
     s = ImageSet(s.images, pd.DataFrame({"target": np.arange(8) % 2}))   # 2 classes of 4: 2 folds can stratify (calls, not accuracy)
     x = to_float_images(s.images)
     feats = lambda enc, t: extract_features(enc, [(t, None)], runtime=runtime, progress=False).features
@@ -499,7 +506,7 @@ def _xiao_tablee1_step(run: RunSpec, settings: dict, encoders: dict, p: Profile,
     from invariances.core import to_float_images
     from invariances.evaluation.linear import topk_readout, wd_grid
     from invariances.features import extract_features
-    x = to_float_images(zoo.dataset(p, "test", 8, settings["data_root"], seed=settings["seed"]).images)
+    x = to_float_images(_eight_held_out(p, settings).images)
     labels = np.arange(8) % 2   # two classes of 4, so that 2 folds can stratify (the dry run checks the calls, not accuracy)
     for enc in encoders.values():
         f = extract_features(enc, [(x, None)], runtime=runtime, progress=False).features

@@ -5,7 +5,7 @@
 # %% ../nbs/04_profiles.ipynb #8aba9060
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 # %% auto #0
 __all__ = ['DEFAULT_IMAGE_SIZE', 'PROFILES', 'Profile', 'with_budget', 'get_profile']
@@ -29,9 +29,13 @@ class Profile:
     checkpoint_every: int = 50
     health_images: tuple[int, int] = (5000, 2000)   # (reference, held-out) images of the health readout
     budget: float = 1.0           # every model's training steps (or epochs) times this: the same recipe trained longer
+    pinned: tuple[str, ...] = ()  # fields kept over each method's own `SCALES` (a dry run's one step of a small batch)
 
-    def __post_init__(self):   # a profile read back from JSON (a job's argument) has a list here
+    def __post_init__(self):   # a profile read back from JSON (a job's argument) has lists here
         object.__setattr__(self, "health_images", tuple(self.health_images))
+        object.__setattr__(self, "pinned", tuple(self.pinned))
+        unknown = sorted(set(self.pinned) - {f.name for f in fields(self)})
+        if unknown: raise ValueError(f"profile {self.name!r}: pinned names no field: {unknown}")
         if not (isinstance(self.budget, (int, float)) and self.budget > 0):
             raise ValueError(f"profile {self.name!r}: budget must be a positive number, got {self.budget!r}")
 

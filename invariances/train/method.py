@@ -60,12 +60,13 @@ class EncoderConfig(LoopConfig):
 
     @classmethod
     def from_profile(cls, profile: Profile, **overrides):
-        """The config at `profile`'s scale: the profile's fields, then `cls.SCALES[profile.name]`, the steps (or epochs)
-        times `profile.budget`, then `overrides`."""
+        """The config at `profile`'s scale: the profile's fields, then `cls.SCALES[profile.name]`, then the fields the
+        profile pins (`Profile.pinned`), the steps (or epochs) times `profile.budget`, then `overrides`."""
         names = {f.name for f in fields(cls)}
         unknown = sorted(set(overrides) - names)
         if unknown: raise TypeError(f"{cls.__name__} has no field(s) {unknown}")
         base = {k: getattr(profile, k) for k in _FROM_PROFILE} | cls.SCALES.get(profile.name, {})
+        base |= {k: getattr(profile, k) for k in profile.pinned if k in names}
         if profile.budget != 1:   # the same recipe trained longer (or shorter): the steps, or the epochs, scaled
             if base["steps"] is not None: base["steps"] = max(1, round(base["steps"] * profile.budget))
             base["epochs"] = base["epochs"] * profile.budget
