@@ -175,7 +175,9 @@ def dry_profile(profile: str | Profile, models: list[str]) -> Profile:
     of data; pinned over the methods' own `SCALES` (the `cpu` and `real` recipes set their batch and steps there)."""
     p = get_profile(profile)
     batch = math.lcm(2, *(getattr(zoo.model_config(m, p), "bn_splits", 1) for m in models))
-    return dataclasses.replace(p, steps=1, batch_size=batch, n_train=2 * batch, checkpoint_every=1,
+    # rendered clips give 3 training frames (or pairs) per VIDEO_CLIP["frames"] images: as many clips as images then
+    clips = p.data not in zoo.REAL_FOLDERS and any(zoo.get_model(m).data in zoo.REAL_VIDEO_DATA for m in models)
+    return dataclasses.replace(p, steps=1, batch_size=batch, n_train=2 * batch * (zoo.VIDEO_CLIP["frames"] if clips else 1), checkpoint_every=1,
                                pinned=("steps", "batch_size", "checkpoint_every"))
 
 @contextlib.contextmanager
@@ -266,10 +268,11 @@ def _runner_step(run: RunSpec, settings: dict, encoders: dict, p: Profile, runti
     if r.status != "ok": raise RuntimeError(f"{r.message}; the end of its log:\n{(r.folder / 'log.txt').read_text()[-2000:]}")
     return f"notebook executed with {DRY_SIZES.get(run.notebook.name, {})}"
 
-def _fabricate(root: str, names) -> str:
-    "Fabricated copies of data sets `names` beside the profile's under the dry run's data root."
+def _fabricate(root: str | None, names) -> str | None:
+    "Fabricated copies of data sets `names` beside the profile's under the dry run's data root (None: a rendered profile's runs read none)."
     from invariances.data.fixtures import make_fixture
     from invariances.data.manifests import dataset_available
+    if root is None: return None
     for name in dict.fromkeys(names):
         if not dataset_available(name, root): make_fixture(name, root)   # the batch's runs share one scratch root
     return root
