@@ -37,7 +37,7 @@ class BarlowConfig(EncoderConfig):
     # lambd keeps the paper's balance of the two terms per row of C: lambd * (proj_dim - 1) ~ 0.0051 * 8191 ~ 42
     SCALES = {"smoke": dict(proj_dim=64, proj_hidden=64, lambd=0.65),
               "cpu": dict(proj_dim=512, proj_hidden=512, lambd=0.08, steps=1100, scale_loss=1 / 256, **SSL_VIEWS["cpu"]),
-              "real": dict(proj_dim=2048, proj_hidden=2048, lambd=0.02, scale_loss=1 / 1024),
+              "real": dict(proj_dim=2048, proj_hidden=2048, lambd=0.02, scale_loss=1 / 1024, steps=650, **SSL_VIEWS["real"]),
               "gpu": dict()}
     _BASE = ("the paper's projector scaled to the backbone, lambda at the paper's balance of the two terms, the SGD recipe "
              "of lightly's example, the profile's MoCo views and compute budget")

@@ -38,7 +38,7 @@ class ByolConfig(EncoderConfig):
     # per profile: heads that fit the backbone, m_0 for short runs, and the MoCo recipe's views and compute budget
     SCALES = {"smoke": dict(proj_dim=32, proj_hidden=64, pred_hidden=64, target_momentum=0.99),
               "cpu": dict(proj_dim=128, proj_hidden=512, pred_hidden=512, target_momentum=0.99, steps=850, **SSL_VIEWS["cpu"]),
-              "real": dict(proj_dim=256, proj_hidden=1024, pred_hidden=1024, target_momentum=0.99),
+              "real": dict(proj_dim=256, proj_hidden=1024, pred_hidden=1024, target_momentum=0.99, steps=500, **SSL_VIEWS["real"]),
               "gpu": dict()}
     RECIPE_SOURCES = {p: "not searched: the papers' heads scaled to the backbone, m_0 0.99 as solo-learn's short runs, "
                          "the SGD recipe of lightly's examples, the profile's MoCo views and compute budget" for p in SCALES}
@@ -95,7 +95,7 @@ class SimSiamConfig(EncoderConfig):
     pred_hidden: int = 512
     SCALES = {"smoke": dict(proj_dim=64, proj_hidden=64, pred_hidden=16),
               "cpu": dict(proj_dim=512, proj_hidden=512, pred_hidden=128, steps=1100, **SSL_VIEWS["cpu"]),
-              "real": dict(proj_dim=1024, proj_hidden=1024, pred_hidden=256),
+              "real": dict(proj_dim=1024, proj_hidden=1024, pred_hidden=256, steps=650, **SSL_VIEWS["real"]),
               "gpu": dict()}
     RECIPE_SOURCES = {p: "not searched: the paper's heads scaled to the backbone (a 4x bottleneck), its SGD recipe, the "
                          "profile's MoCo views and compute budget" for p in SCALES}

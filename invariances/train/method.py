@@ -38,10 +38,11 @@ class Method(Protocol):
 # %% ../../nbs/51_method.ipynb #12c408dc
 _FROM_PROFILE = ("arch", "width", "small_stem", "image_size", "batch_size", "steps", "epochs", "checkpoint_every")
 
-# The training views every self-supervised method takes at a profile's scale, beyond its policy: chosen for MoCo by the
-# profile's recipe search (the cpu-recipe batch) and shared, so that MoCo, BYOL, SimSiam and Barlow Twins differ in
-# their objective only. Each method's `SCALES` entry spreads it (`**SSL_VIEWS["cpu"]`).
-SSL_VIEWS: dict[str, dict] = {"cpu": dict(crop_scale_min=0.4)}
+# The training views and batch every self-supervised method takes at a profile's scale, beyond its policy: chosen for
+# MoCo by the profile's recipe search (the cpu-recipe and real-recipe batches) and shared, so that MoCo, BYOL, SimSiam,
+# Barlow Twins and PIRL differ in their objective only. Each method's `SCALES` entry spreads it (`**SSL_VIEWS["cpu"]`);
+# its steps there give it MoCo's compute per model (its step's cost against MoCo's, measured at `cpu`).
+SSL_VIEWS: dict[str, dict] = {"cpu": dict(crop_scale_min=0.4), "real": dict(batch_size=256)}
 
 @dataclass
 class EncoderConfig(LoopConfig):

@@ -115,7 +115,7 @@ class PirlConfig(EncoderConfig):
     # (a PIRL step cost 1.84-1.98 MoCo steps at the cpu scale, bench/bench_pirl.py: 1700 / 1.9 ~ 900; real 1000 / 1.9)
     SCALES = {"smoke": dict(negatives=64, lr=0.06, loss="infonce", bank_init="network"),
               "cpu": dict(negatives=4096, lr=0.06, loss="infonce", bank_init="network", steps=900, **SSL_VIEWS["cpu"]),
-              "real": dict(negatives=8192, lr=0.06, loss="infonce", bank_init="network", steps=530),
+              "real": dict(negatives=8192, lr=0.06, loss="infonce", bank_init="network", steps=530, **SSL_VIEWS["real"]),
               "gpu": dict()}
     RECIPE_SOURCES = {p: "not searched: the paper's temperature, bank momentum and lambda; negatives scaled to the training "
                          "set; VISSL's InfoNCE form where the paper's NCE diverges (a set of thousands fills the bank before "
