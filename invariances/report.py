@@ -601,7 +601,8 @@ def scale_note(profile: str) -> str:
     "What every model of a batch at `profile` is, in one sentence: the backbone, images and MoCo-v2 recipe the zoo trains."
     p = get_profile(profile); c = zoo.model_config("moco-default", p)
     queue = f"a queue of {c.queue_size:,} keys" if c.queue_size else "no queue (the batch's other keys are the negatives)"
-    return (f"**Scale (`{p.name}` profile).** {p.arch} at width {p.width:g}, {p.image_size} px images, {p.n_train:,} training "
+    images = f"{p.n_train:,}" if p.n_train is not None else "all its"   # a real profile trains on the whole split
+    return (f"**Scale (`{p.name}` profile).** {p.arch} at width {p.width:g}, {p.image_size} px images, {images} training "
             f"images ({p.data}); the self-supervised models on MoCo-v2's recipe at this scale: {c.steps} steps of batch "
             f"{c.batch_size}, learning rate {c.lr:g}, {queue}, key momentum {c.key_momentum:g}, temperature {c.temperature:g}; "
             "one seed per model unless a table says otherwise.")
