@@ -194,12 +194,16 @@ def plot_radar(panels: Mapping[str, pd.DataFrame], styles: Mapping[str, dict] | 
                limits: Mapping[str, tuple[float, float]] | None = None, fill: float = 0.0, figure=None):
     """One polar panel per `panels` item (title -> model x column table): a spoke per column, a closed line per row;
     `limits`: panel -> (low, high) of its radius (default: the table's range); `fill`: the alpha of each polygon's fill
-    (0: none); `figure`: a matplotlib `Figure` to draw into (default: a new pyplot figure)."""
+    (0: none); `figure`: a matplotlib `Figure` to draw into (default: a new pyplot figure). A table of fewer than three
+    columns (two spokes make a line, not a profile: the `real` data root's viewpoint and pose) is drawn as grouped bars."""
     if figure is None:
         import matplotlib.pyplot as plt
         figure = plt.figure(figsize=(3.3 * len(panels), 3.6))
     axes = []
     for k, (name, table) in enumerate(panels.items()):
+        low, high = (limits or {}).get(name, (np.nanmin(table.to_numpy(float)), np.nanmax(table.to_numpy(float))))
+        if len(table.columns) < 3:
+            axes.append(_bars(figure.add_subplot(1, len(panels), k + 1), table, styles, name, (min(0.0, low), high))); continue
         ax = figure.add_subplot(1, len(panels), k + 1, projection="polar"); axes.append(ax)
         angles = np.linspace(0, 2 * np.pi, len(table.columns), endpoint=False)
         closed = np.r_[angles, angles[:1]]
@@ -207,7 +211,6 @@ def plot_radar(panels: Mapping[str, pd.DataFrame], styles: Mapping[str, dict] | 
             v = table.loc[m].to_numpy(float); style = (styles or {}).get(m, {"color": "k"})
             ax.plot(closed, np.r_[v, v[:1]], lw=1.5, marker="o", ms=2.5, label=m, **style)
             if fill: ax.fill(closed, np.r_[v, v[:1]], color=style.get("color", "k"), alpha=fill)
-        low, high = (limits or {}).get(name, (np.nanmin(table.to_numpy(float)), np.nanmax(table.to_numpy(float))))
         ax.set_ylim(low, high)
         ax.set_yticks(np.linspace(low, high, 3)[1:], [f"{v:.2f}" for v in np.linspace(low, high, 3)[1:]])
         ax.set_rlabel_position(np.degrees(np.pi / len(table.columns)))   # the radius labels between the first two spokes
@@ -217,6 +220,18 @@ def plot_radar(panels: Mapping[str, pd.DataFrame], styles: Mapping[str, dict] | 
     if title: figure.suptitle(title, fontsize=10)
     figure.tight_layout()
     return figure
+
+def _bars(ax, table: pd.DataFrame, styles, name: str, ylim: tuple[float, float]):
+    "A radar panel's table as bars: a group per column, a bar per row in its style's colour."
+    width = 0.8 / len(table.index)
+    for i, m in enumerate(table.index):
+        colour = (styles or {}).get(m, {}).get("color", "k")
+        ax.bar(np.arange(len(table.columns)) + (i - (len(table.index) - 1) / 2) * width, table.loc[m].to_numpy(float),
+               width, color=colour, label=m)
+    ax.set_xticks(range(len(table.columns)), [str(c).replace("_", " ") for c in table.columns], fontsize=6.5)
+    ax.set_ylim(*ylim); ax.tick_params(axis="y", labelsize=6); ax.set_title(name, fontsize=9, pad=14)
+    return ax
+
 
 # %% ../../nbs/71_tables.ipynb #f710d812
 def training_table(records: Mapping[str, dict], profile, seed: int = 0, labels: Mapping[str, str] | None = None,
