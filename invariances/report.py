@@ -29,8 +29,8 @@ __all__ = ['CLAIM_KEYS', 'OPTIONAL_CLAIM_KEYS', 'WITHIN_NOISE', 'RUN_STATUSES', 
            'side_by_side', 'RunState', 'run_states', 'load_scoreboard', 'batch_runs', 'report_path',
            'committed_run_status', 'rebuild_table', 'scoreboard_section', 'standing', 'committed_rebuild_table',
            'update_rebuild_table', 'cost_by_paper', 'plot_cost', 'claim_outcome', 'why_not_held', 'claims_section',
-           'seeds_summary', 'minutes_per_model', 'plot_claims_against_compute', 'scale_note', 'weak_models',
-           'caveats_section', 'Report', 'build_report']
+           'seeds_summary', 'minutes_per_model', 'plot_claims_against_compute', 'scale_note', 'supervised_note',
+           'weak_models', 'caveats_section', 'Report', 'build_report']
 
 # %% ../nbs/81_report.ipynb #a5a5a0ab
 CLAIM_KEYS = {"id", "paper", "quote", "rule", "run", "table", "check", "rows", "columns", "expect",
@@ -603,9 +603,23 @@ def scale_note(profile: str) -> str:
     queue = f"a queue of {c.queue_size:,} keys" if c.queue_size else "no queue (the batch's other keys are the negatives)"
     images = f"{p.n_train:,}" if p.n_train is not None else "all its"   # a real profile trains on the whole split
     return (f"**Scale (`{p.name}` profile).** {p.arch} at width {p.width:g}, {p.image_size} px images, {images} training "
-            f"images ({p.data}); the self-supervised models on MoCo-v2's recipe at this scale: {c.steps} steps of batch "
+            f"images ({p.data}); the self-supervised models on MoCo-v2's recipe at this scale: {f'{c.steps} steps' if c.steps else f'{c.epochs:g} epochs'} of batch "
             f"{c.batch_size}, learning rate {c.lr:g}, {queue}, key momentum {c.key_momentum:g}, temperature {c.temperature:g}; "
-            "one seed per model unless a table says otherwise.")
+            f"one seed per model unless a table says otherwise. {supervised_note(p)}")
+
+def supervised_note(profile) -> str:
+    """How much the zoo's supervised reference trained beside the self-supervised models, in images seen: it takes the
+    profile's steps and batch, not MoCo's recipe, so where it saw fewer images a comparison with it (the papers':
+    contrastive against supervised; the health table's supervised margin) is against a weaker baseline than theirs."""
+    p = get_profile(profile) if isinstance(profile, str) else profile
+    s, c = zoo.model_config("supervised", p), zoo.model_config("moco-default", p)
+    seen = lambda cfg: cfg.steps * cfg.batch_size if cfg.steps else None   # a recipe in epochs (gpu) is not counted here
+    sup, ssl = seen(s), seen(c)
+    if not sup or not ssl: return f"The supervised reference trains {s.epochs:g} epochs, the self-supervised models {c.epochs:g}."
+    what = f"The supervised reference trains {s.steps} steps of batch {s.batch_size} ({sup:,} images seen), the self-supervised models {ssl:,}"
+    if sup >= ssl: return what + "."
+    return (what + f": it sees {sup / ssl:.2f} of their images (the papers' supervised networks train to convergence), so a "
+            "comparison with it can favour the self-supervised models.")
 
 def weak_models(training: Mapping[str, pd.DataFrame | None]) -> dict[str, list[str]] | None:
     """Model (row label) -> the runs whose `training` table shows its held-out k-NN margin over chance at most the
