@@ -611,7 +611,7 @@ def supervised_note(profile) -> str:
     """How much the zoo's supervised reference trained beside the self-supervised models, in images seen: it takes the
     profile's steps and batch, not MoCo's recipe, so where it saw fewer images a comparison with it (the papers':
     contrastive against supervised; the health table's supervised margin) is against a weaker baseline than theirs."""
-    p = get_profile(profile) if isinstance(profile, str) else profile
+    p = get_profile(profile)
     s, c = zoo.model_config("supervised", p), zoo.model_config("moco-default", p)
     seen = lambda cfg: cfg.steps * cfg.batch_size if cfg.steps else None   # a recipe in epochs (gpu) is not counted here
     sup, ssl = seen(s), seen(c)
