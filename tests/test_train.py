@@ -156,14 +156,17 @@ def test_moco_learns_instance_discrimination_when_views_are_nearly_identical(tmp
     assert np.mean([h["loss"] for h in late]) < np.mean([h["loss"] for h in early]) - 1.0
 
 
-DEVICES = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])   # a GPU machine runs every case on CUDA too
+# the device's own runtime; and the CPU under the gpu batch's precision (bf16 autocast, channels_last), which the gpu
+# batch's dry run computes at paper shape only where the CPU has bf16 arithmetic (`invariances.launch.dry_runtime`)
+DEVICES = ["cpu", "cpu:bf16+channels_last"] + (["cuda"] if torch.cuda.is_available() else [])
 
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("method", ["supervised", "moco", "byol", "simsiam", "barlow", "looc", "pirl", "frame_temporal", "gt_tracks"])
 def test_every_method_trains_two_steps_on_each_device(tmp_path, method, device):
     """Each trained method of the registry through `train` on the device's own runtime (on CUDA: bf16 autocast; split
-    BatchNorm in NCHW). On an H100 this is where a CUDA generator in `fit` met the policies' CPU draws and failed."""
+    BatchNorm in NCHW), and on the CPU under bf16 autocast. On an H100 this is where a CUDA generator in `fit` met the
+    policies' CPU draws and failed."""
     import json, numpy as np, pandas as pd
     from invariances.data.imageset import ImageSet
     from invariances.profiles import get_profile
@@ -174,7 +177,8 @@ def test_every_method_trains_two_steps_on_each_device(tmp_path, method, device):
                     pd.DataFrame({"target": rng.integers(0, 4, 32), "pair": np.arange(32) // 2,   # pairs and a tracked box: the video methods
                                   "tracks": [json.dumps([[0, 1, 4, 4, 24, 24]])] * 32}))
     config = method_config(method, get_profile("smoke"), steps=2, batch_size=16, checkpoint_every=1)
-    runtime = Runtime.detect(device, measure=False)
+    device, _, path = device.partition(":")
+    runtime = Runtime.cpu(path, "test: the gpu batch's precision") if path else Runtime.detect(device, measure=False)
     enc = train(method, data, config, tmp_path, runtime=runtime, progress=False)
     assert (tmp_path / "backbone.pt").is_file()
     feats = enc.to(device)(torch.rand(2, 3, 32, 32, device=device))
