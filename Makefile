@@ -28,11 +28,13 @@ $(STAMP):
 	touch $@
 
 # The test command (CI runs exactly this): nbdev's CI checks, the import layers (pyproject.toml), the notebooks' own tests, pytest, the smoke batch.
+# nbdev_test skips nbs/experiments/: the smoke batch executes every experiment notebook, through the runner, at the same
+# smoke setting (tests/test_repro.py checks that it names each one), and running them twice cost about 15 minutes of CI.
 # Real-data tests run when INVARIANCES_DATA names the data root (.ci/run sets it to ../shared/data when present); -rs prints why each skipped test skipped.
 test: venv
 	$(BIN)/python -m pytest -q tests/test_sync.py
 	$(BIN)/lint-imports --no-cache
-	$(BIN)/nbdev_test --flags slow
+	$(BIN)/nbdev_test --flags slow --skip_folder_re '^([_.]|experiments$$)'
 	$(BIN)/python -m pytest -q -rs tests
 	$(BIN)/invariances-repro smoke
 

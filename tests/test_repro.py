@@ -133,3 +133,14 @@ def test_only_keeps_other_results_but_not_their_time(project):
     after = json.loads((project / "repro" / "runs" / "b" / "status.json").read_text())
     assert after["first"] == {**before["first"], "seconds": 0.0}              # still vouched for, by the same key
     assert after["second"]["status"] == "ok" and after["second"]["seconds"] > 0
+
+
+def test_the_smoke_batch_runs_every_experiment_notebook():
+    """`make test` leaves nbs/experiments/ to the smoke batch (nbdev_test skips the folder: it ran each notebook a
+    second time at the same smoke setting, about 15 of CI's 90 minutes): so the batch must name every one of them."""
+    from invariances.repro import load_batch
+    root = Path(__file__).resolve().parents[1]
+    on_disk = {p.name for p in (root / "nbs" / "experiments").glob("*.ipynb")}
+    in_smoke = {r.notebook.name for r in load_batch("smoke").runs}
+    assert on_disk - in_smoke == set(), f"experiment notebooks no smoke run executes: {sorted(on_disk - in_smoke)}"
+    assert "experiments" in (root / "Makefile").read_text().split("nbdev_test", 1)[1].splitlines()[0]
