@@ -5,7 +5,7 @@
 # %% ../nbs/84_launch.ipynb #2b9b999b
 from __future__ import annotations
 
-import argparse, contextlib, dataclasses, json, math, os, subprocess, sys, tempfile, time, zlib
+import argparse, contextlib, dataclasses, json, math, os, shutil, subprocess, sys, tempfile, time, zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -16,6 +16,7 @@ from . import zoo
 from .runtime import Runtime, cpu_bf16_native
 from .repro import RunSpec, Batch, execute_run, load_batch, parameter_errors, run_settings
 from .profiles import PROFILES, Profile, get_profile
+from .train.loop import CHECKPOINT, CHECKPOINT_MANIFEST
 from .train.methods import get_method
 from .runs import MODEL_PARAMETERS
 from .evaluation.experiment import with_replicates
@@ -223,9 +224,9 @@ def dry_run(batch: str | Batch, only: list[str] | None = None, echo=print) -> di
     runs = [r for r in batch.runs if not only or r.name in only]
     refused = parameter_errors(batch, runs)
     if refused: raise DryRunError("dry run: parameters refused:\n  " + "\n  ".join(refused.values()))
-    seconds = {}
+    seconds, freed = {}, _freed_after(runs)
     with _scratch_cache() as scratch:    # one cache for the whole batch: a model two runs share trains once
-        for run in runs:
+        for i, run in enumerate(runs):
             t0 = time.time()
             step = DRY_STEPS.get(run.notebook.name)
             if step is None:
@@ -242,13 +243,25 @@ def dry_run(batch: str | Batch, only: list[str] | None = None, echo=print) -> di
                     try: encoders[zoo.instance(m.name, m.seed, settings.get("seed") or 0)] = zoo.get(m.name, p, m.seed, root, runtime=runtime, progress=False)
                     except Exception as e:
                         raise DryRunError(f"run {run.name!r}: model {m}: {type(e).__name__}: {e}") from e
+                    folder = zoo.model_dir(m.name, p, m.seed, root, create=False)   # its resume state (weights, momentum
+                    for f in (CHECKPOINT, CHECKPOINT_MANIFEST): (folder / f).unlink(missing_ok=True)   # copy, optimiser): never resumed
                 settings["data_root"] = root
             try: what = step(run, settings, encoders, p, runtime, scratch)
             except Exception as e:
                 raise DryRunError(f"run {run.name!r}: evaluation step of {run.notebook.name}: {type(e).__name__}: {e}") from e
+            for m in models:             # weights no later run reads (the gpu batch's last run reads them all)
+                if (m.name, m.seed) in freed[i]: shutil.rmtree(zoo.model_dir(m.name, p, m.seed, root, create=False), ignore_errors=True)
             seconds[run.name] = time.time() - t0
             echo(f"dry run {run.name}: {len(models)} model(s) trained one step; {what} ({seconds[run.name]:.0f} s)")
     return seconds
+
+def _freed_after(runs: list[RunSpec]) -> list[set[tuple[str, int]]]:
+    "For each of `runs`, the (zoo model, seed) pairs it asks for and no later run does: the dry run deletes them after it."
+    wanted = []
+    for run in runs:
+        try: wanted.append({(m.name, m.seed) for m in zoo_models(run)})
+        except ValueError: wanted.append(set())              # the run's own turn reports the error
+    return [w - set().union(*wanted[i + 1:]) for i, w in enumerate(wanted)]
 
 # %% ../nbs/84_launch.ipynb #ac67f257
 def _table2_step(run: RunSpec, settings: dict, encoders: dict, p: Profile, runtime: Runtime, scratch: Path) -> str:
