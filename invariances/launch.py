@@ -182,15 +182,28 @@ def dry_profile(profile: str | Profile, models: list[str]) -> Profile:
                                pinned=("steps", "batch_size", "checkpoint_every"))
 
 @contextlib.contextmanager
-def _scratch_cache():
-    "A temporary `INVARIANCES_CACHE` (zoo, decoded images) for the duration of the block."
+def _scratch_cache(echo=print):
+    """A temporary `INVARIANCES_CACHE` (zoo, decoded images) for the duration of the block, marked with this process's
+    id; the folders of earlier dry runs whose process is gone (killed: a timeout, a kill -9) are deleted first."""
+    _remove_orphaned_scratch(Path(tempfile.gettempdir()), echo)
     old = os.environ.get("INVARIANCES_CACHE")
     with tempfile.TemporaryDirectory(prefix="dry_run_") as d:
+        (Path(d) / "owner.pid").write_text(str(os.getpid()))
         os.environ["INVARIANCES_CACHE"] = d
         try: yield Path(d)
         finally:
             if old is None: os.environ.pop("INVARIANCES_CACHE", None)
             else: os.environ["INVARIANCES_CACHE"] = old
+
+def _remove_orphaned_scratch(tmp: Path, echo=print):
+    "Delete the `dry_run_*` folders under `tmp` whose `owner.pid` names no living process (each can hold tens of GB)."
+    for d in tmp.glob("dry_run_*"):
+        try: pid = int((d / "owner.pid").read_text())
+        except (OSError, ValueError): continue               # not ours to judge: no mark, or still being made
+        try: os.kill(pid, 0); continue                       # alive (or not ours to signal): kept
+        except ProcessLookupError: pass
+        except PermissionError: continue
+        shutil.rmtree(d, ignore_errors=True); echo(f"dry run: removed {d}, left by process {pid}, which is gone")
 
 def dry_runtime() -> Runtime:
     """What the gpu batch computes with: CUDA itself where a GPU is present (`Runtime.detect`: bf16 autocast,
@@ -225,7 +238,7 @@ def dry_run(batch: str | Batch, only: list[str] | None = None, echo=print) -> di
     refused = parameter_errors(batch, runs)
     if refused: raise DryRunError("dry run: parameters refused:\n  " + "\n  ".join(refused.values()))
     seconds, freed = {}, _freed_after(runs)
-    with _scratch_cache() as scratch:    # one cache for the whole batch: a model two runs share trains once
+    with _scratch_cache(echo) as scratch:    # one cache for the whole batch: a model two runs share trains once
         for i, run in enumerate(runs):
             t0 = time.time()
             step = DRY_STEPS.get(run.notebook.name)
