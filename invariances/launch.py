@@ -200,9 +200,9 @@ def _remove_orphaned_scratch(tmp: Path, echo=print):
     for d in tmp.glob("dry_run_*"):
         try: pid = int((d / "owner.pid").read_text())
         except (OSError, ValueError): continue               # not ours to judge: no mark, or still being made
-        try: os.kill(pid, 0); continue                       # alive (or not ours to signal): kept
-        except ProcessLookupError: pass
-        except PermissionError: continue
+        try: os.kill(pid, 0); continue                       # alive: kept
+        except ProcessLookupError: pass                      # gone: its folder is an orphan
+        except PermissionError: continue                     # another user's living process
         shutil.rmtree(d, ignore_errors=True); echo(f"dry run: removed {d}, left by process {pid}, which is gone")
 
 def dry_runtime() -> Runtime:
@@ -256,8 +256,9 @@ def dry_run(batch: str | Batch, only: list[str] | None = None, echo=print) -> di
                     try: encoders[zoo.instance(m.name, m.seed, settings.get("seed") or 0)] = zoo.get(m.name, p, m.seed, root, runtime=runtime, progress=False)
                     except Exception as e:
                         raise DryRunError(f"run {run.name!r}: model {m}: {type(e).__name__}: {e}") from e
-                    folder = zoo.model_dir(m.name, p, m.seed, root, create=False)   # its resume state (weights, momentum
-                    for f in (CHECKPOINT, CHECKPOINT_MANIFEST): (folder / f).unlink(missing_ok=True)   # copy, optimiser): never resumed
+                    # its resume state (weights, momentum copy, optimiser, queue: 3.5x the weights), which one step never resumes from
+                    folder = zoo.model_dir(m.name, p, m.seed, root, create=False)
+                    for f in (CHECKPOINT, CHECKPOINT_MANIFEST): (folder / f).unlink(missing_ok=True)
                 settings["data_root"] = root
             try: what = step(run, settings, encoders, p, runtime, scratch)
             except Exception as e:
