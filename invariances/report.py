@@ -683,6 +683,16 @@ def _write_figure(fig, dest: Path):
     import matplotlib.pyplot as plt
     buf = io.BytesIO(); fig.savefig(buf, format="png", dpi=110); plt.close(fig); write_bytes(dest, buf.getvalue())
 
+def _shows_real_images(comp: dict, run) -> bool:
+    """Whether a comparison's figure shows images (`shows_data: true` in `comparisons.yaml`) that the run read from real
+    data sets under the data root (its profile's data is real); not for plots, nor for the renderer's images."""
+    profile = run.parameters.get("profile")
+    return bool(comp.get("shows_data")) and isinstance(profile, str) and get_profile(profile).data in zoo.REAL_FOLDERS
+
+def _shown_path(path: Path, root: Path) -> str:
+    try: return path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError: return str(path)
+
 def build_report(batch: str, root: str | os.PathLike | None = None, out: str | os.PathLike | None = None,
                  runs_dir: str | os.PathLike | None = None) -> Report:
     "Write the report of `batch`'s runs (in `runs_dir`, default `repro/runs/<batch>`) to `out`, or beside it when nothing was computed."
@@ -800,7 +810,7 @@ def build_report(batch: str, root: str | os.PathLike | None = None, out: str | o
                           lambda d: ", ".join(f"{k} {v:.3f}" for k, v in d.items()))).set_index("run"), ".2f"),
                       f"![claims against compute]({dest.relative_to(report_path.parent).as_posix()})", ""]
     # our numbers beside the paper's; one section in place of each unusable run's tables and figures
-    told = set()
+    told = set(); spec = {r.name: r for r in b.runs}
     comps = [comp if run == comp["run"] else {**comp, "run": run, "title": f"{comp['title']} (run {run})"}
              for comp in comps for run in runs_of(comp["run"])]
     for comp in comps:
@@ -816,6 +826,12 @@ def build_report(batch: str, root: str | os.PathLike | None = None, out: str | o
             src = s.folder / f"{comp['figure']}.png"
             if not src.is_file(): continue
             dest = report_path.parent / "figures" / f"{b.name}-{run}-{comp['figure']}.png"
+            if _shows_real_images(comp, spec[run]):   # images of data sets we may not redistribute: left in the run folder
+                dest.unlink(missing_ok=True)            # (and an earlier build's copy taken back)
+                lines += [f"## {comp['title']}", "", comp.get("note", ""), "",
+                          "Not copied beside this report: the figure shows images the run read from real data sets under the "
+                          f"data root, which this repository does not redistribute. The run wrote it to `{_shown_path(src, root)}`.", ""]
+                continue
             write_bytes(dest, src.read_bytes())
             lines += [f"## {comp['title']}", "", comp.get("note", ""), "", f"![{comp['title']}]({dest.relative_to(report_path.parent).as_posix()})", ""]
             continue

@@ -219,6 +219,40 @@ def test_report_shows_a_runs_figure(tmp_path):
     assert (root / "repro/figures/t-rec-curve.png").read_bytes() == png
 
 
+def test_a_figure_of_real_images_stays_in_the_run_folder(tmp_path):
+    """A figure marked `shows_data` is copied beside the report when the run drew the renderer's images, and not when it
+    read a real data set from the data root (not ours to redistribute): the report says where the run keeps it, and a
+    copy an earlier build left is taken back. Plots of real-data runs are copied as always."""
+    from invariances.report import build_report
+    comps = [{"title": "Neighbours", "note": "images", "run": "rec", "figure": "grid", "shows_data": True},
+             {"title": "Curve", "note": "a plot", "run": "rec", "figure": "curve"}]
+    png = b"\x89PNG\r\n\x1a\n fake"
+    for profile, copied in (("smoke", True), ("real", False)):
+        (tmp_path / profile).mkdir(); root = _project(tmp_path / profile, runs=("rec",), comparisons=comps)
+        (root / "repro/batches/t.yaml").write_text(yaml.safe_dump(
+            {"description": "a test", "runs": [{"name": "rec", "notebook": "rec.ipynb", "parameters": {"profile": profile}}]}))
+        d = root / "repro/runs/t/rec"; d.mkdir(); (d / ".done.json").write_text('{"key": "k"}')
+        (d / "grid.png").write_bytes(png); (d / "curve.png").write_bytes(png)
+        (root / "repro/figures").mkdir(parents=True); (root / "repro/figures/t-rec-grid.png").write_bytes(png)  # an earlier build's
+        text = build_report("t", root, root / "repro/REPORT.md").text
+        assert "## Neighbours" in text and "![Curve](figures/t-rec-curve.png)" in text
+        assert ("![Neighbours](figures/t-rec-grid.png)" in text) is copied, profile
+        assert (root / "repro/figures/t-rec-grid.png").is_file() is copied, profile
+        assert copied or "images the run read from real data sets" in text and "`repro/runs/t/rec/grid.png`" in text
+
+
+def test_committed_reports_show_no_real_images():
+    "No figure marked `shows_data` of a batch on real data is committed beside the reports."
+    from invariances.repro import load_batch
+    from invariances.report import _shows_real_images
+    for comp in (c for c in COMPARISONS if c.get("shows_data")):
+        for run in ([comp["run"]] if isinstance(comp["run"], str) else comp["run"]):
+            for f in (ROOT / "repro/figures").glob(f"*-{run}-{comp['figure']}.png"):
+                batch = f.name[:-len(f"-{run}-{comp['figure']}.png")]
+                spec = next(r for r in load_batch(batch, ROOT).runs if r.name == run)
+                assert not _shows_real_images(comp, spec), f"{f.relative_to(ROOT)} shows real images"
+
+
 def test_a_comparison_may_name_several_runs(tmp_path):
     "A comparison whose `run` is a list shows its section once per usable run of the batch, titled with the run's name."
     from invariances.report import build_report
