@@ -21,8 +21,9 @@ from .runs import MODEL_PARAMETERS, table_markdown
 __all__ = ['RUN_KEYS', 'BATCH_MODELS', 'PROGRESS_FILE', 'PROGRESS_POLL_S', 'PLAIN_EVERY_S', 'STATUS', 'project_root',
            'library_digest', 'RunSpec', 'Batch', 'load_batch', 'declared_parameters', 'declared_type', 'type_allows',
            'check_parameters', 'parameter_errors', 'run_settings', 'data_digests', 'missing_data', 'run_key',
-           'RunResult', 'failed_folder', 'remove_folder', 'replace_folder', 'clean_leftovers', 'progress_text',
-           'LiveLine', 'live_line', 'watch_progress', 'execute_run', 'read_status', 'summary_markdown', 'run_batch']
+           'stale_data', 'RunResult', 'failed_folder', 'remove_folder', 'replace_folder', 'clean_leftovers',
+           'progress_text', 'LiveLine', 'live_line', 'watch_progress', 'execute_run', 'read_status', 'summary_markdown',
+           'run_batch']
 
 # %% ../nbs/80_repro.ipynb #a9b9468f
 def project_root(start: str | os.PathLike | None = None) -> Path:
@@ -198,6 +199,13 @@ def run_key(run: RunSpec, lib: str, data: dict) -> str:
                  json.dumps(data, sort_keys=True).encode()):
         h.update(hashlib.sha256(part).digest())
     return h.hexdigest()
+
+def stale_data(done: dict, root=None) -> list[str]:
+    """The data folders, beyond those a run declares, that its last result looked up (`data_looked_up` of its
+    `.done.json`: found, or absent so that a stand-in was read) and whose digest under the data root has changed since."""
+    looked = done.get("data_looked_up") or {}
+    now = data_digests(looked, root)
+    return sorted(f for f, digest in looked.items() if now.get(f) != digest)
 
 # %% ../nbs/80_repro.ipynb #52c8f55a
 @dataclass
@@ -409,8 +417,9 @@ def execute_run(run: RunSpec, run_dir: Path, key: str, data: dict, kernel_name: 
                           "data": data, "status": status, "message": message, "wall_s": round(seconds, 2), "git": code}
         write_json(prov_path, prov)
         result = RunResult(run.name, status, seconds, _artifacts(work), message, key)
-        if status == "ok":
-            write_json(work / ".done.json", {"key": key, "seconds": seconds, "artifacts": result.artifacts})
+        if status == "ok":   # besides its key, the digests of the data folders the run looked up beyond those it declares
+            looked = data_digests(sorted(set(prov.get("data_looked_up") or {}) - set(run.data)))
+            write_json(work / ".done.json", {"key": key, "seconds": seconds, "artifacts": result.artifacts, "data_looked_up": looked})
             result.folder = replace_folder(work, run_dir); remove_folder(failed_folder(run_dir))
         else: result.folder = replace_folder(work, failed_folder(run_dir))
         return result
@@ -481,8 +490,10 @@ def run_batch(batch: str | Batch, only: list[str] | None = None, force: bool = F
             data = data_digests(run.data)
             key, run_dir = run_key(run, lib, data), out / run.name
             done = run_dir / ".done.json"
-            if not force and done.is_file() and json.loads(done.read_text()).get("key") == key:
-                d = json.loads(done.read_text())
+            d = json.loads(done.read_text()) if not force and done.is_file() else {}
+            if d.get("key") == key and (stale := stale_data(d)):
+                echo(f"{tag}: data it looked up changed under the data root: {', '.join(stale)}"); d = {}
+            if d.get("key") == key:
                 r = RunResult(run.name, "skipped", d.get("seconds", 0.0), d.get("artifacts", []), "unchanged inputs", key, run_dir)
                 remove_folder(failed_folder(run_dir))   # the complete result is current; an older failure is moot
                 echo(f"{tag}: unchanged, skipped")

@@ -87,6 +87,30 @@ def test_skips_unchanged_and_reruns_changed(project, capsys):
     assert json.loads((out(project, "b", "ok") / "out.json").read_text()) == {"n": 3}
 
 
+LOOKS = ("from invariances.runs import RunDir\nfrom invariances.data.manifests import dataset_available, datasets_looked_up\n"
+         "run = RunDir(params={'n': n})\nrun.json({'n': n, 'aloi': dataset_available('aloi')}, 'out')\n"
+         "run.finish(data_looked_up=datasets_looked_up())")
+
+
+def test_reruns_when_data_it_looked_up_arrives(project, capsys, monkeypatch):
+    """A run that looked for a dataset it does not declare (a paper's, absent: a stand-in was read) reruns when that
+    dataset arrives under the data root, and again when its files change; otherwise it is skipped."""
+    data = project / "data"; data.mkdir(); monkeypatch.setenv("INVARIANCES_DATA", str(data))
+    notebook(project / "nbs" / "experiments" / "looks.ipynb", "n = 1", LOOKS)
+    batch(project, "b", [{"name": "looks", "notebook": "looks.ipynb"}])
+    result = lambda: json.loads((out(project, "b", "looks") / "out.json").read_text())
+    assert main(["b"]) == 0 and result()["aloi"] is False
+    assert json.loads((out(project, "b", "looks") / ".done.json").read_text())["data_looked_up"] == {"aloi": "missing"}
+    capsys.readouterr(); assert main(["b"]) == 0
+    assert "unchanged, skipped" in capsys.readouterr().out
+    (data / "aloi").mkdir(); (data / "aloi" / "a.png").write_bytes(b"x")      # the paper's dataset arrives
+    assert main(["b"]) == 0 and result()["aloi"] is True
+    assert "data it looked up changed under the data root: aloi" in capsys.readouterr().out
+    assert main(["b"]) == 0 and "unchanged, skipped" in capsys.readouterr().out
+    (data / "aloi" / "a.png").write_bytes(b"y")                                # and changes
+    assert main(["b"]) == 0 and "changed under the data root: aloi" in capsys.readouterr().out
+
+
 def test_only_and_list(project, capsys):
     batch(project, "b", [{"name": "a", "notebook": "ok.ipynb"}, {"name": "c", "notebook": "ok.ipynb"}])
     assert main(["b", "--only", "c"]) == 0

@@ -15,7 +15,7 @@ from ..core import data_root, tree_digest
 
 # %% auto #0
 __all__ = ['MANIFEST_SCHEMA', 'validate_manifest', 'manifest_dir', 'load_manifest', 'manifests', 'DatasetError', 'dataset_dir',
-           'dataset_available', 'verify_dataset']
+           'dataset_available', 'datasets_looked_up', 'verify_dataset']
 
 # %% ../../nbs/13_manifests.ipynb #563018e7
 MANIFEST_SCHEMA: dict[str, tuple[type | tuple, bool]] = {
@@ -92,13 +92,26 @@ def dataset_dir(name: str, root=None) -> Path:
     "`<data root>/<manifest folder>` of dataset `name`; FileNotFoundError naming the dataset when absent."
     folder = load_manifest(name)["layout"]["folder"]
     d = data_root(root, required=True) / folder
-    if not d.is_dir(): raise FileNotFoundError(f"{name}: folder {d} not found (expected layout: {load_manifest(name)['layout']['tree']})")
+    if not _look_up(folder, d): raise FileNotFoundError(f"{name}: folder {d} not found (expected layout: {load_manifest(name)['layout']['tree']})")
     return d
 
 def dataset_available(name: str, root=None) -> bool:
     "True when a data root is set (argument or $INVARIANCES_DATA) and dataset `name`'s folder exists under it."
     r = data_root(root)
-    return r is not None and (r / load_manifest(name)["layout"]["folder"]).is_dir()
+    return r is not None and _look_up(load_manifest(name)["layout"]["folder"], r / load_manifest(name)["layout"]["folder"])
+
+def datasets_looked_up() -> dict[str, bool]:
+    """Every dataset folder this process looked for under a data root (through `dataset_dir` or `dataset_available`),
+    and whether it was there: what a result may rest on besides the data a run declares (a stand-in read because the
+    paper's dataset was absent, whose arrival should make the run compute again). The runner keeps their digests."""
+    return dict(_LOOKED_UP)
+
+_LOOKED_UP: dict[str, bool] = {}
+
+def _look_up(folder: str, path: Path) -> bool:
+    found = path.is_dir()
+    _LOOKED_UP[folder] = _LOOKED_UP.get(folder, False) or found
+    return found
 
 def _hash_file(path: Path, algo: str) -> str:
     h = hashlib.new(algo)

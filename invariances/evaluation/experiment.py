@@ -20,6 +20,7 @@ from ..profiles import Profile, get_profile
 from ..resolve import load_model
 from ..runs import RunDir
 from ..data.imageset import ImageSet
+from ..data.manifests import datasets_looked_up
 from .health import model_health
 from .linear import Fused, fuse_features
 from .readouts import cached_features
@@ -89,9 +90,11 @@ class Experiment:
         self.measures.update(measures)
 
     def finish(self) -> dict:
-        "Write `cost.json` (training seconds of every model, those trained in this run, and the measures) and the provenance."
+        """Write `cost.json` (training seconds of every model, those trained in this run, and the measures) and the
+        provenance, with every dataset folder the run looked for under the data root and whether it was there
+        (`data_looked_up`: the runner keeps their digests, so a dataset that arrives or changes there reruns it)."""
         self.run.json({"train_s": self.train_s, "train_s_in_run": self.train_s_in_run, **self.measures}, "cost")
-        return self.run.finish(runtime=self.runtime)
+        return self.run.finish(runtime=self.runtime, data_looked_up=datasets_looked_up())
 
 def _runtime(runtime) -> Runtime | None:
     if runtime is None or isinstance(runtime, Runtime): return runtime
