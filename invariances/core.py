@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 # %% auto #0
-__all__ = ['IMAGENET_MEAN', 'IMAGENET_STD', 'IMAGENET_SIZE', 'PROGRESS_ENV', 'PROGRESS_EVERY_S', 'BATCH_OUTPUTS',
+__all__ = ['IMAGENET_MEAN', 'IMAGENET_STD', 'IMAGENET_SIZE', 'PROGRESS_ENV', 'PROGRESS_EVERY_S', 'RACY_NS', 'BATCH_OUTPUTS',
            'seed_everything', 'seed_worker', 'run_concurrently', 'to_float_images', 'to_uint8_images', 'data_root',
            'cache_dir', 'safe_name', 'config_key', 'atomic_path', 'write_bytes', 'write_text', 'write_json',
            'save_torch', 'report_progress', 'in_ci', 'file_digest', 'tree_digest', 'git_info', 'package_versions',
@@ -197,11 +197,43 @@ def file_digest(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
         while b := f.read(chunk): h.update(b)
     return h.hexdigest()
 
-def tree_digest(root: str | os.PathLike) -> tuple[int, str]:
-    "(file count, sha256 over the sorted `sha256  path` lines) for every file under `root`."
+def tree_digest(root: str | os.PathLike, cache: bool = True) -> tuple[int, str]:
+    """(file count, sha256 over the sorted `sha256  path` lines) for every file under `root`. With `cache`, a tree
+    whose files have the paths, sizes and modification times they had at the last call is not read again: the digest
+    comes from that call's record under the cache root (`digests/`). A record is not trusted while its newest file is
+    less than `RACY_NS` older than the record (a file rewritten at the same size within one tick of a coarse clock would
+    pass unseen; git's "racy" rule). `cache=False` reads every byte (what verifying a dataset does)."""
     root = Path(root)
     if not root.is_dir(): raise FileNotFoundError(f"{root} is not a folder")
-    files = sorted((p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()), key=lambda s: s.encode())
+    files, stats = _listing(root)
+    if not cache: return _read_tree(root, files)
+    signature = hashlib.sha256("".join(f"{f}\0{s.st_size}\0{s.st_mtime_ns}\n" for f, s in zip(files, stats)).encode()).hexdigest()
+    record = cache_dir("digests") / f"{hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:24]}.json"
+    try: rec = json.loads(record.read_text())
+    except (OSError, ValueError): rec = {}
+    newest = max((s.st_mtime_ns for s in stats), default=0)
+    if rec.get("signature") == signature and newest < rec.get("written_ns", 0) - RACY_NS: return rec["files"], rec["sha256"]
+    written = time.time_ns()     # before reading: a file changed while it is read makes the record racy, so untrusted
+    n, digest = _read_tree(root, files)
+    write_json(record, {"root": str(root.resolve()), "signature": signature, "files": n, "sha256": digest, "written_ns": written})
+    return n, digest
+
+RACY_NS = 2_000_000_000   # 2 s: coarser than any file system's modification-time tick we expect to meet
+
+def _listing(root: Path) -> tuple[list[str], list[os.stat_result]]:
+    """The files under `root` (as `Path.rglob("*")` finds them: symlinked files, not symlinked folders), by relative
+    posix path in byte order, with their `stat`: one `scandir` per folder and one `stat` per file."""
+    found, folders = [], [("", str(root))]
+    while folders:
+        prefix, folder = folders.pop()
+        with os.scandir(folder) as entries:
+            for e in entries:
+                if e.is_dir(follow_symlinks=False): folders.append((prefix + e.name + "/", e.path))
+                elif e.is_file(): found.append((prefix + e.name, e.stat()))
+    found.sort(key=lambda f: f[0].encode())
+    return [f for f, _ in found], [s for _, s in found]
+
+def _read_tree(root: Path, files: list[str]) -> tuple[int, str]:
     listing = "".join(f"{file_digest(root / f)}  {f}\n" for f in files)
     return len(files), hashlib.sha256(listing.encode()).hexdigest()
 
