@@ -130,7 +130,7 @@ def plot_score_table(table: pd.DataFrame, title: str = "", families: Mapping[str
         lo, hi = np.nanmin(values, 0, initial=np.inf, where=~np.isnan(values)), np.nanmax(values, 0, initial=-np.inf, where=~np.isnan(values))
         span = np.where(hi > lo, hi - lo, 1.0)
         shade, vmin, vmax = np.where(hi > lo, (values - lo) / span, 0.5), 0.0, 1.0   # a constant column sits mid-scale
-        label = label or "each column: its lowest (0) to its highest (1)"
+        label = f"{label + ': ' if label else ''}each column from its lowest (0) to its highest (1)"   # the shade, not the value
     fig, ax = plt.subplots(figsize=(1.1 + 0.62 * len(cols), 0.9 + 0.3 * len(table)))
     im = ax.imshow(shade, cmap=cmap, aspect="auto", vmin=vmin, vmax=vmax)
     ax.set_xticks(range(len(cols)), cols, rotation=45, ha="right", fontsize=8); ax.set_yticks(range(len(table)), table.index, fontsize=8)
