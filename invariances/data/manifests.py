@@ -14,8 +14,8 @@ import yaml
 from ..core import data_root, tree_digest
 
 # %% auto #0
-__all__ = ['MANIFEST_SCHEMA', 'validate_manifest', 'manifest_dir', 'load_manifest', 'manifests', 'DatasetError', 'dataset_dir',
-           'dataset_available', 'datasets_looked_up', 'verify_dataset']
+__all__ = ['MANIFEST_SCHEMA', 'PAPER_ORDER', 'validate_manifest', 'manifest_dir', 'load_manifest', 'manifests', 'DatasetError',
+           'dataset_dir', 'dataset_available', 'datasets_looked_up', 'verify_dataset', 'plot_datasets']
 
 # %% ../../nbs/13_manifests.ipynb #563018e7
 MANIFEST_SCHEMA: dict[str, tuple[type | tuple, bool]] = {
@@ -98,7 +98,9 @@ def dataset_dir(name: str, root=None) -> Path:
 def dataset_available(name: str, root=None) -> bool:
     "True when a data root is set (argument or $INVARIANCES_DATA) and dataset `name`'s folder exists under it."
     r = data_root(root)
-    return r is not None and _look_up(load_manifest(name)["layout"]["folder"], r / load_manifest(name)["layout"]["folder"])
+    if r is None: return False
+    folder = load_manifest(name)["layout"]["folder"]
+    return _look_up(folder, r / folder)
 
 def datasets_looked_up() -> dict[str, bool]:
     """Every dataset folder this process looked for under a data root (through `dataset_dir` or `dataset_available`),
@@ -141,3 +143,30 @@ def verify_dataset(name: str, root=None, tree: bool = False, manifest: Mapping |
             raise DatasetError(f"{name}: tree digest of {d} is {n} files / {digest}, manifest says {want['files']} / {want['sha256']}")
         report["<tree>"] = "ok"
     return report
+
+# %% ../../nbs/13_manifests.ipynb #afafb3b9
+PAPER_ORDER = ("Purushwalkam & Gupta 2020 (Demystifying)", "Ericsson, Gouk & Hospedales 2022 (Why transfer)",
+               "Xiao et al. 2021 (LooC)", "this project")
+
+def plot_datasets(root=None, ax=None):
+    """A dataset-by-paper chart of the manifests: a mark where a paper uses a dataset, filled when the dataset's folder
+    is under the data root (`root` or $INVARIANCES_DATA), hollow when absent; without a data root every mark is hollow."""
+    import matplotlib.pyplot as plt
+    ms = manifests()
+    papers = [p for p in PAPER_ORDER if any(u["paper"] == p for m in ms.values() for u in m["used_by"])]
+    papers += sorted({u["paper"] for m in ms.values() for u in m["used_by"]} - set(papers))
+    names = sorted(ms, key=lambda n: (min(papers.index(u["paper"]) for u in ms[n]["used_by"]), n))
+    r = data_root(root)
+    found = {n: r is not None and dataset_available(n, r) for n in names}
+    if ax is None: _, ax = plt.subplots(figsize=(1.3 * len(papers) + 3.5, 0.24 * len(names) + 1.2))
+    for y, n in enumerate(names):
+        for x, p in enumerate(papers):
+            if any(u["paper"] == p for u in ms[n]["used_by"]):
+                ax.scatter(x, y, s=60, marker="o", edgecolors="tab:green" if found[n] else "0.4",
+                           facecolors="tab:green" if found[n] else "none", linewidths=1.2)
+    ax.set_xticks(range(len(papers)), [p.split(" (")[0].replace(" & ", " &\n") for p in papers], fontsize=8)
+    ax.set_yticks(range(len(names)), names, fontsize=8)
+    ax.set_xlim(-0.6, len(papers) - 0.4); ax.set_ylim(len(names) - 0.5, -0.5); ax.grid(alpha=0.25)
+    where = "no data root set" if r is None else f"{sum(found.values())} of {len(names)} under the data root"
+    ax.set_title(f"Datasets by paper (filled: present; {where})", fontsize=9)
+    return ax
