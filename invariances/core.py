@@ -18,8 +18,8 @@ import torch
 __all__ = ['IMAGENET_MEAN', 'IMAGENET_STD', 'IMAGENET_SIZE', 'PROGRESS_ENV', 'PROGRESS_EVERY_S', 'RACY_NS', 'BATCH_OUTPUTS',
            'seed_everything', 'seed_worker', 'run_concurrently', 'to_float_images', 'to_uint8_images', 'data_root',
            'cache_dir', 'safe_name', 'config_key', 'atomic_path', 'write_bytes', 'write_text', 'write_json',
-           'save_torch', 'report_progress', 'in_ci', 'file_digest', 'tree_digest', 'git_info', 'package_versions',
-           'peak_memory_mb', 'provenance']
+           'save_torch', 'report_progress', 'in_ci', 'DataWarning', 'warn_data', 'data_notes', 'recording_data_notes',
+           'file_digest', 'tree_digest', 'git_info', 'package_versions', 'peak_memory_mb', 'provenance']
 
 # %% ../nbs/00_core.ipynb #25237e79
 def seed_everything(seed: int) -> torch.Generator:
@@ -188,6 +188,34 @@ def report_progress(task: str, done: float, total: float | None = None, unit: st
 def in_ci() -> bool:
     "Whether `$CI` says this is a CI job (`true` or `1`): nothing there watches a progress line."
     return os.environ.get("CI", "").strip().lower() in ("true", "1")
+
+# %% ../nbs/00_core.ipynb #dbb84bb6
+class DataWarning(UserWarning):
+    "Input skipped or dropped (named and counted): the run's report lists every such message."
+
+_DATA_NOTES: dict[str, None] = {}     # every message of the process, in order, once each
+_NOTE_RECORDERS: list[list[str]] = []
+
+def warn_data(message: str, show: bool = True, stacklevel: int = 2):
+    """Say that input was skipped or dropped (`message` names the data and counts what): a `DataWarning` (unless
+    `show=False`: a note replayed from a cached record) remembered by the process (`data_notes`) and by every
+    `recording_data_notes` block around the call."""
+    _DATA_NOTES[message] = None
+    for notes in _NOTE_RECORDERS:
+        if message not in notes: notes.append(message)
+    if show: warnings.warn(message, DataWarning, stacklevel=stacklevel + 1)
+
+def data_notes() -> list[str]:
+    "Every `warn_data` message of this process, in order, once each."
+    return list(_DATA_NOTES)
+
+@contextlib.contextmanager
+def recording_data_notes():
+    "Yield a list that collects the `warn_data` messages given inside the block (once each, even if the process had one before)."
+    notes: list[str] = []
+    _NOTE_RECORDERS.append(notes)
+    try: yield notes
+    finally: _NOTE_RECORDERS.remove(notes)
 
 # %% ../nbs/00_core.ipynb #1e5a02aa
 def file_digest(path: str | os.PathLike, chunk: int = 1 << 20) -> str:

@@ -53,6 +53,7 @@ def zoo_models(run: RunSpec) -> list[ZooModel]:
     try: reps = with_replicates(names, s.get("replicates"), seed)[len(names):]   # the (name, seed) pairs after the run's models
     except ValueError as e: raise ValueError(f"run {run.name!r}: {e}") from None
     wanted = [(n, seed) for n in names] + parts + reps   # a fusion's parts, at their own seeds (3xdefault: seed, seed+1, seed+2)
+    wanted = [(zoo.weights_of(n, profile), k) for n, k in wanted]   # a model that is another's weights here is that one
     return [ZooModel(n, profile, k, root) for n, k in dict.fromkeys(wanted)]
 
 def batch_models(batch: str | Batch) -> list[ZooModel]:

@@ -30,7 +30,7 @@ __all__ = ['CLAIM_KEYS', 'OPTIONAL_CLAIM_KEYS', 'WITHIN_NOISE', 'RUN_STATUSES', 
            'committed_run_status', 'rebuild_table', 'scoreboard_section', 'standing', 'committed_rebuild_table',
            'update_rebuild_table', 'cost_by_paper', 'plot_cost', 'claim_outcome', 'why_not_held', 'claims_section',
            'seeds_summary', 'minutes_per_model', 'plot_claims_against_compute', 'scale_note', 'supervised_note',
-           'weak_models', 'caveats_section', 'Report', 'build_report']
+           'weak_models', 'caveats_section', 'data_notes_section', 'Report', 'build_report']
 
 # %% ../nbs/81_report.ipynb #a5a5a0ab
 CLAIM_KEYS = {"id", "paper", "quote", "rule", "run", "table", "check", "rows", "columns", "expect",
@@ -650,6 +650,23 @@ def caveats_section(profiles: Sequence[str], weak: Mapping[str, list[str]] | Non
                           "; ".join(f"`{i}` ({', '.join(ms)})" for i, ms in resting) + ".", ""]
     return lines
 
+# %% ../nbs/81_report.ipynb #9fc617c1
+def data_notes_section(provs: Mapping[str, Mapping]) -> list[str]:
+    "The report's list of the input each run (or its models' training) skipped or dropped, from the runs' provenance (`data_notes`)."
+    noted = {n: p["data_notes"] for n, p in provs.items() if p.get("data_notes")}
+    unrecorded = [n for n, p in provs.items() if "data_notes" not in p]
+    lines = ["## Input skipped or dropped", ""]
+    if noted:
+        lines += ["What the runs, or the training of the zoo models they use, skipped or dropped, named and counted where it "
+                  "happened (`invariances.core.warn_data`); nothing else was left out.", ""]
+        for n, notes in noted.items(): lines += [f"- `{n}`:"] + [f"  - {note}" for note in notes]
+        lines += [""]
+    elif provs: lines += ["No run " + ("that kept a record " if unrecorded else "") + "skipped or dropped any input.", ""]
+    if unrecorded:
+        lines += ["Computed before these notes were kept (no record of what they skipped): "
+                  + ", ".join(f"`{n}`" for n in unrecorded) + ".", ""]
+    return lines
+
 # %% ../nbs/81_report.ipynb #48d66df6
 @dataclass
 class Report:
@@ -683,11 +700,20 @@ def _write_figure(fig, dest: Path):
     import matplotlib.pyplot as plt
     buf = io.BytesIO(); fig.savefig(buf, format="png", dpi=110); plt.close(fig); write_bytes(dest, buf.getvalue())
 
+def _reads_real_data(run) -> bool:
+    "Whether the run's profile reads real data sets under the data root (not the renderer)."
+    profile = run.parameters.get("profile")
+    return isinstance(profile, str) and get_profile(profile).data in zoo.REAL_FOLDERS
+
 def _shows_real_images(comp: dict, run) -> bool:
     """Whether a comparison's figure shows images (`shows_data: true` in `comparisons.yaml`) that the run read from real
     data sets under the data root (its profile's data is real); not for plots, nor for the renderer's images."""
-    profile = run.parameters.get("profile")
-    return bool(comp.get("shows_data")) and isinstance(profile, str) and get_profile(profile).data in zoo.REAL_FOLDERS
+    return bool(comp.get("shows_data")) and _reads_real_data(run)
+
+def _caption(comp: dict, run) -> str:
+    """A comparison's caption: `note_on_real_data` for a run on real data where the entry has one (the data and scale
+    such a run reads differ from the renderer's), else `note`."""
+    return (comp.get("note_on_real_data") if _reads_real_data(run) else None) or comp.get("note", "")
 
 def _shown_path(path: Path, root: Path) -> str:
     try: return path.resolve().relative_to(root.resolve()).as_posix()
@@ -784,7 +810,7 @@ def build_report(batch: str, root: str | os.PathLike | None = None, out: str | o
     profiles = list(dict.fromkeys(r.parameters["profile"] for r in b.runs if isinstance(r.parameters.get("profile"), str)))
     weak = weak_models({n: _read_table(states[n].folder, "training") for n in usable})
     lines = (head + caveats_section(profiles, weak, results) + (scoreboard_section(board, states, results, wall_min) + [cost, ""] if board else [])
-             + cost_lines)
+             + cost_lines + data_notes_section(provs))
     if results: lines += claims_section(results)
     if any(r.variant_of for r in b.runs) and results:   # the same claims at several budgets: held against compute
         points = []
@@ -828,17 +854,17 @@ def build_report(batch: str, root: str | os.PathLike | None = None, out: str | o
             dest = report_path.parent / "figures" / f"{b.name}-{run}-{comp['figure']}.png"
             if _shows_real_images(comp, spec[run]):   # images of data sets we may not redistribute: left in the run folder
                 dest.unlink(missing_ok=True)            # (and an earlier build's copy taken back)
-                lines += [f"## {comp['title']}", "", comp.get("note", ""), "",
+                lines += [f"## {comp['title']}", "", _caption(comp, spec[run]), "",
                           "Not copied beside this report: the figure shows images the run read from real data sets under the "
                           f"data root, which this repository does not redistribute. The run wrote it to `{_shown_path(src, root)}`.", ""]
                 continue
             write_bytes(dest, src.read_bytes())
-            lines += [f"## {comp['title']}", "", comp.get("note", ""), "", f"![{comp['title']}]({dest.relative_to(report_path.parent).as_posix()})", ""]
+            lines += [f"## {comp['title']}", "", _caption(comp, spec[run]), "", f"![{comp['title']}]({dest.relative_to(report_path.parent).as_posix()})", ""]
             continue
         ours = _read_table(s.folder, comp["table"])
         if ours is None: continue
         if not comp.get("paper_values"):  # a table of ours with nothing in the papers to set beside it
-            lines += [f"## {comp['title']}", "", comp.get("note", ""), "", table_markdown(ours, comp.get("format", ".2f"))]
+            lines += [f"## {comp['title']}", "", _caption(comp, spec[run]), "", table_markdown(ours, comp.get("format", ".2f"))]
             continue
         pv = root / "repro" / "paper_values" / comp["paper_values"]
         paper = load_paper_values(pv, comp["measure"])
@@ -847,7 +873,7 @@ def build_report(batch: str, root: str | os.PathLike | None = None, out: str | o
             m = _read_table(s.folder, comp["marks"])
             ours_marks = marks_mask(m) if m is not None else None
             paper_marks = load_paper_values(pv, comp["measure"], "significant").astype(bool)
-        lines += [f"## {comp['title']}", "", comp.get("note", ""), "",
+        lines += [f"## {comp['title']}", "", _caption(comp, spec[run]), "",
                   table_markdown(side_by_side(ours, paper, comp.get("format", ".2f"), ours_marks, paper_marks))]
     # provenance
     lines += ["## Provenance", ""]

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from .core import cache_dir, config_key, data_root, tree_digest, write_json
+from .core import cache_dir, config_key, data_root, recording_data_notes, tree_digest, warn_data, write_json
 from .runtime import Runtime
 from .store import (MANIFEST, CacheError, begin_entry, check_entry, check_file, file_record, finish_entry,
                                record_digest, warn_damaged)
@@ -28,9 +28,9 @@ from .train.tracking import TrackingConfig, region_tracks
 # %% auto #0
 __all__ = ['VIDEO_CLIP', 'DAVIS_CLIP', 'TRACKER', 'TRACKING', 'COCO_MIN_AREA', 'DATA', 'REAL_FOLDERS', 'REAL_VIDEO_DATA',
            'REAL_SCENE_DATA', 'MODELS', 'ZOO_VERSION', 'FUSIONS', 'MODEL_FILES', 'SNAPSHOTS', 'dataset',
-           'data_identity', 'ZooModel', 'get_model', 'labels', 'model_config', 'model_key', 'model_dir', 'Fusion',
-           'fusion_parts', 'instance', 'parse_instance', 'get', 'training_estimate', 'is_cached', 'weights_digest',
-           'training_record', 'snapshots', 'snapshot_record']
+           'data_identity', 'ZooModel', 'get_model', 'labels', 'model_config', 'weights_of', 'training_count',
+           'model_key', 'model_dir', 'Fusion', 'fusion_parts', 'instance', 'parse_instance', 'get', 'training_estimate',
+           'is_cached', 'weights_digest', 'training_record', 'snapshots', 'snapshot_record']
 
 # %% ../nbs/60_zoo.ipynb #ac3d997a
 def _synthetic_objects(split, n, p, root):
@@ -187,6 +187,8 @@ class ZooModel:
     overrides: Mapping[str, Any] = field(default_factory=dict)   # other fields of the method's config
     width_multiplier: float = 1          # the backbone's width relative to the profile's
     data: str | None = None              # training data, a key of `DATA` (None: the profile's)
+    count_of: str | None = None          # train on a random subset of the data, as many images as this data (a `DATA` key) holds
+    subset_of: str | None = None         # ... the model that trains on all of it: the same model where a profile fixes every count
     label: str = ""                      # the row label of tables (default: the name)
     color: str = "k"
     linestyle: str = "-"
@@ -201,6 +203,7 @@ class ZooModel:
         if self.width_multiplier != 1: out["width_multiplier"] = self.width_multiplier
         if self.overrides: out["overrides"] = dict(self.overrides)
         if self.data is not None: out["data"] = self.data
+        if self.count_of is not None: out["count_of"] = self.count_of
         return out
 
     @property
@@ -257,6 +260,10 @@ MODELS = {m.name: m for m in [
     ZooModel("moco-scenes", "moco", policy="default", data="synthetic-scenes", label="MoCo (scenes)", color="teal"),
     ZooModel("moco-crops", "moco", policy="default", data="synthetic-crops", label="MoCo (scene crops)", color="darkcyan",
              linestyle="--"),
+    # and on the profile's object-centric images in the scenes' number (the paper's ImageNet 10 %, as many as MS-COCO):
+    # where a profile fixes every training set's size (smoke, cpu: `n_train`) this is moco-default itself (`weights_of`)
+    ZooModel("moco-objects", "moco", policy="default", count_of="synthetic-scenes", subset_of="moco-default",
+             label="MoCo (objects, the scenes' count)", color="slateblue", linestyle="-."),
     # and learning from video (Sec. 5, Tables 3 and 4): MoCo-v2 on frames of the clips (the Baseline), and Frame Temporal
     # Invariance on pairs of frames of one clip, with the regions of the renderer's tracks (Ground-Truth Tracks) or of the
     # tracks found by selective search and the Baseline's features (the Region Tracker: the same method, other tracks)
@@ -290,14 +297,27 @@ def model_config(name: str, profile: str | Profile = "cpu", seed: int = 0):
     named = ({"policy": m.policy} if m.policy is not None else {}) | dict(m.overrides)
     return method_config(m.method, p, width=p.width * m.width_multiplier, seed=seed, **named)
 
-def model_key(name: str, profile: str | Profile = "cpu", seed: int = 0, root=None) -> str:
+def weights_of(name: str, profile: str | Profile = "cpu") -> str:
+    """The zoo model whose weights `name` has at `profile`: itself, or, for a model trained on a subset of its data as
+    large as other data (`count_of`), the model trained on all of it (`subset_of`) where the profile fixes every
+    training set's size (`n_train`): there the subset is the whole set, and the same model is not trained twice."""
     m, p = get_model(name), get_profile(profile)
+    return m.subset_of if m.subset_of and m.count_of and p.n_train is not None else name
+
+def training_count(name: str, profile: str | Profile = "cpu", root=None) -> int | None:
+    "How many training images model `name` draws at `profile`: the profile's `n_train`, or `count_of`'s size (None: all)."
+    m, p = get_model(weights_of(name, profile)), get_profile(profile)
+    return len(dataset(p, "train", p.n_train, root, data=m.count_of)) if m.count_of else p.n_train
+
+def model_key(name: str, profile: str | Profile = "cpu", seed: int = 0, root=None) -> str:
+    p = get_profile(profile); name = weights_of(name, p); m = get_model(name)
+    count = {"count_of": data_identity(p, root, m.count_of)} if m.count_of else {}   # the count follows from that data
     return config_key({"zoo": ZOO_VERSION, "model": m.identity(), "config": model_config(name, p, seed).identity(),
-                       "n_train": p.n_train, "data": data_identity(p, root, m.data) if get_method(m.method).trains else None})
+                       "n_train": p.n_train, "data": data_identity(p, root, m.data) if get_method(m.method).trains else None} | count)
 
 def model_dir(name: str, profile: str | Profile = "cpu", seed: int = 0, root=None, create: bool = True) -> Path:
     "The zoo cache folder of model `name` (`create=False`: its path only, for lookups that must not write)."
-    p = get_profile(profile)
+    p = get_profile(profile); name = weights_of(name, p)
     return cache_dir("zoo", f"{name}-{p.name}-s{seed}-{model_key(name, p, seed, root)}", create=create)
 
 # %% ../nbs/60_zoo.ipynb #04374f94
@@ -396,15 +416,15 @@ def get(name: str, profile: str | Profile = "cpu", seed: int = 0, root=None, run
     """The encoder of model `name` at `profile`: loaded from the zoo cache (its files verified by digest), or trained
     there first. A damaged entry is named in a `CacheWarning` and retrained (resumed from its checkpoint when that is intact).
     Under torchrun (every process calls `get`) the processes train together; rank 0 alone keys, locks, clears and seals."""
-    p = get_profile(profile)
+    p = get_profile(profile); name = weights_of(name, p)
     if world_info()[1] > 1: return _get_distributed(name, p, seed, root, runtime, progress)
     folder = model_dir(name, p, seed, root)
     with _locked(folder):
         enc = _load_verified(folder, name, p, seed)
-        if enc is not None: return enc
+        if enc is not None: _replay_data_notes(folder); return enc
         _clear_for_training(folder, name, p, seed)
-        enc = _train(folder, name, p, seed, root, runtime, progress)
-        _finish(folder, name, p, seed)
+        with recording_data_notes() as notes: enc = _train(folder, name, p, seed, root, runtime, progress)
+        _finish(folder, name, p, seed, notes)
         return enc
 
 def training_estimate(name: str, profile: str | Profile = "cpu", root=None) -> float | None:
@@ -429,13 +449,20 @@ def _train(folder: Path, name: str, p: Profile, seed: int, root, runtime, progre
         est = training_estimate(name, p, root)
         print(f"zoo: {name!r} (profile {p.name}, seed {seed}) is not in the cache: training it now, {getattr(cfg, 'steps', '?')} steps"
               + (f", about {est:.0f} min here (the cached {m.method} models' speed)" if est is not None else ""), flush=True)
-    train_set = dataset(p, "train", p.n_train, root, data=m.data) if get_method(m.method).trains else None
+    train_set = dataset(p, "train", training_count(name, p, root), root, data=m.data) if get_method(m.method).trains else None
     return train(m.method, train_set, cfg, folder, runtime=runtime, progress=progress, snapshots=SNAPSHOT_FRACTIONS).eval()
 
-def _finish(folder: Path, name: str, p: Profile, seed: int):
-    write_json(folder / "zoo.json", {"name": name, "profile": asdict(p), "seed": seed, "key": folder.name})
+def _finish(folder: Path, name: str, p: Profile, seed: int, data_notes: list[str] = ()):
+    "Write the model's record (with what its training data skipped: `warn_data` notes) and seal its files."
+    write_json(folder / "zoo.json", {"name": name, "profile": asdict(p), "seed": seed, "key": folder.name, "data_notes": list(data_notes)})
     _seal(folder, name, p, seed)
     if (folder / SNAPSHOTS).is_dir(): _seal_snapshots(folder, name, p, seed, same_as_model=True)
+
+def _replay_data_notes(folder: Path):
+    "A cached model's training-data notes, remembered by this process (not shown again): its run's report lists them."
+    try: notes = json.loads((folder / "zoo.json").read_text()).get("data_notes", [])
+    except (OSError, ValueError, AttributeError): notes = []   # a model sealed before notes were kept
+    for note in notes: warn_data(note, show=False)
 
 def _get_distributed(name: str, p: Profile, seed: int, root, runtime, progress) -> Encoder:
     """`get` in every process of a torchrun group. Only rank 0 computes the key (a real data set's digest is read once,
@@ -450,12 +477,13 @@ def _get_distributed(name: str, p: Profile, seed: int, root, runtime, progress) 
             held.enter_context(_locked(folder))          # against another job training the same model meanwhile
             enc = _load_verified(folder, name, p, seed)
             if enc is None: _clear_for_training(folder, name, p, seed)
+            else: _replay_data_notes(folder)
             news = [(str(folder), enc is not None)]
         dist.broadcast_object_list(news, src=0)
         folder, cached = Path(news[0][0]), news[0][1]
         if cached: return enc if rank == 0 else load_backbone(folder / "backbone.pt").eval()
-        enc = _train(folder, name, p, seed, root, runtime, progress)     # every rank: DDP
-        if rank == 0: _finish(folder, name, p, seed)
+        with recording_data_notes() as notes: enc = _train(folder, name, p, seed, root, runtime, progress)     # every rank: DDP
+        if rank == 0: _finish(folder, name, p, seed, notes)
         dist.barrier()                                   # no rank returns before the model is sealed
         return enc
 

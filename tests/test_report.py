@@ -222,10 +222,12 @@ def test_report_shows_a_runs_figure(tmp_path):
 def test_a_figure_of_real_images_stays_in_the_run_folder(tmp_path):
     """A figure marked `shows_data` is copied beside the report when the run drew the renderer's images, and not when it
     read a real data set from the data root (not ours to redistribute): the report says where the run keeps it, and a
-    copy an earlier build left is taken back. Plots of real-data runs are copied as always."""
+    copy an earlier build left is taken back. Plots of real-data runs are copied as always. A caption with a
+    `note_on_real_data` says that on real data, its `note` on the renderer's."""
     from invariances.report import build_report
     comps = [{"title": "Neighbours", "note": "images", "run": "rec", "figure": "grid", "shows_data": True},
-             {"title": "Curve", "note": "a plot", "run": "rec", "figure": "curve"}]
+             {"title": "Curve", "note": "a plot of rendered objects", "note_on_real_data": "a plot of Tiny-ImageNet",
+              "run": "rec", "figure": "curve"}]
     png = b"\x89PNG\r\n\x1a\n fake"
     for profile, copied in (("smoke", True), ("real", False)):
         (tmp_path / profile).mkdir(); root = _project(tmp_path / profile, runs=("rec",), comparisons=comps)
@@ -239,6 +241,8 @@ def test_a_figure_of_real_images_stays_in_the_run_folder(tmp_path):
         assert ("![Neighbours](figures/t-rec-grid.png)" in text) is copied, profile
         assert (root / "repro/figures/t-rec-grid.png").is_file() is copied, profile
         assert copied or "images the run read from real data sets" in text and "`repro/runs/t/rec/grid.png`" in text
+        # the caption says what the run read: the renderer's objects, or the real data set (`note_on_real_data`)
+        assert ("a plot of rendered objects" in text) is copied and ("a plot of Tiny-ImageNet" in text) is not copied
 
 
 def test_committed_reports_show_no_real_images():

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 from PIL import Image
 
-from ..core import atomic_path, cache_dir, config_key, file_digest, write_json, write_text
+from ..core import atomic_path, cache_dir, config_key, file_digest, warn_data, write_json, write_text
 from .imageset import ImageSet
 from .manifests import DatasetError
 from ..store import (CacheError, CacheWarning, StaleEntry, begin_entry, check_entry, finish_entry, load_entry,
@@ -174,7 +174,7 @@ def decode_images(paths: Sequence[str | os.PathLike], dataset: str, size=None, b
         if out is None: raise DatasetError(f"{dataset}: none of the {len(paths)} images could be read (first: {skipped[0]})")
         kept = np.flatnonzero(ok)
         if skipped:
-            warnings.warn(f"{dataset}: skipped {len(skipped)} unreadable image(s), e.g. {skipped[0][0]}")
+            warn_data(f"{dataset}: skipped {len(skipped)} unreadable image(s), e.g. {skipped[0][0]}")
             compact = np.ascontiguousarray(out[kept])
             if cache:
                 del out

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from ..core import to_float_images
+from ..core import to_float_images, warn_data
 
 # %% auto #0
 __all__ = ['ImageSet', 'video_frames', 'frame_pairs']
@@ -71,7 +71,7 @@ def frame_pairs(s: ImageSet, gap: int, video: str = "trajectory", frame: str = "
     if not pairs:
         raise ValueError(f"{s.name}: no pair of frames {gap} apart (videos of {lengths.min()} to {lengths.max()} frames)")
     skipped = len(lengths) - len({m[video].iat[i] for i, _ in pairs})
-    if skipped: warnings.warn(f"{s.name}: {skipped} of {len(lengths)} videos hold no pair of frames {gap} apart: skipped", stacklevel=2)
+    if skipped: warn_data(f"{s.name}: {skipped} of {len(lengths)} videos hold no pair of frames {gap} apart: skipped")
     out = s.subset(np.array(pairs).reshape(-1))
     out.meta["pair"] = np.repeat(np.arange(len(pairs)), 2); out.name = f"{s.name}/pairs{gap}" + (f"every{stride}" if stride != gap else "")
     return out

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..core import warn_data
 from .cache import decode_images
 from .imageset import ImageSet, frame_pairs
 from .loading import _imageset, _require
@@ -39,18 +40,26 @@ def _davis_sequences(d: Path, split: str | None) -> list[str]:
 def load_davis2016(root=None, split: str | None = None, size=None, cache=True, on_error="raise", with_masks: bool = False):
     """DAVIS-2016 frames (all sequences on disk, or those of `ImageSets/480p/<split>.txt`). meta: path, sequence, frame,
     trajectory (sequence id), param (frame), target (sequence id), mask box x0,y0,x1,y1 (returned image's pixels), mask_area.
-    With `with_masks`, returns (ImageSet, masks uint8 (N,H,W) in {0,255})."""
+    With `with_masks`, returns (ImageSet, masks uint8 (N,H,W) in {0,255}).
+    A frame whose mask file is missing (a sequence copied without its `Annotations`) is kept, as a frame without a box
+    (NaN, `mask_path` None, an all-zero mask): the sequences and their counts are named in a `DataWarning`."""
     d = dataset_dir("davis-2016", root)
-    rows = []
+    rows, unmasked = [], {}
     for t, seq in enumerate(_davis_sequences(d, split)):
         frames = sorted(f for f in os.listdir(_require(d / "JPEGImages/480p" / seq, "davis-2016", "sequence folder")) if f.endswith(".jpg"))
         for f in frames:
             ann = f"Annotations/480p/{seq}/{f[:-4]}.png"
-            if not (d / ann).is_file(): raise FileNotFoundError(f"davis-2016: mask {d / ann} for frame {seq}/{f} not found")
+            if not (d / ann).is_file(): unmasked[seq], ann = unmasked.get(seq, 0) + 1, None
             rows.append((f"JPEGImages/480p/{seq}/{f}", ann, seq, int(f[:-4]), t))
     meta = pd.DataFrame(rows, columns=["path", "mask_path", "sequence", "frame", "trajectory"])
     s = _imageset("davis-2016", d, meta, size, cache, on_error)
-    masks, _, _ = decode_images([d / p for p in s.meta.mask_path], "davis-2016", size=size or s.images.shape[1:3], mode="L", cache=cache)
+    have = s.meta.mask_path.notna().to_numpy()
+    masks = np.zeros((len(s), *s.images.shape[1:3]), np.uint8)
+    if have.any():
+        masks[have] = decode_images([d / p for p in s.meta.mask_path[have]], "davis-2016", size=size or s.images.shape[1:3], mode="L", cache=cache)[0]
+    if unmasked:
+        warn_data(f"davis-2016: {sum(unmasked.values())} frames of {len(unmasked)} sequence(s) have no mask file "
+                  f"({', '.join(f'{q} {n}' for q, n in unmasked.items())}): kept as frames without a ground-truth box")
     boxes = mask_boxes(masks)
     s.meta[["x0", "y0", "x1", "y1"]] = boxes
     s.meta["mask_area"] = (np.asarray(masks) > 127).reshape(len(masks), -1).sum(1)
@@ -71,6 +80,7 @@ def davis_tracks(root=None, size=64, context: float = 0.1, split=None, cache=Tru
     s = _imageset("davis-2016", d, meta, size, cache, on_error, boxes=np.round(crop))
     s.meta[["cx0", "cy0", "cx1", "cy1"]] = np.round(crop)[np.flatnonzero(meta.path.isin(s.meta.path))]
     s.meta.attrs["empty_masks"] = int((~has).sum()); s.name = "davis-2016/tracks"
+    if (~has).any(): warn_data(f"{s.name}: {int((~has).sum())} of {len(has)} frames have an empty or missing mask: no crop there")
     return s
 
 def davis_frame_pairs(root=None, gap: int = 10, size=None, split=None, cache=True, on_error="raise") -> ImageSet:

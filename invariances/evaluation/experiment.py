@@ -13,7 +13,7 @@ import pandas as pd
 import torch.nn as nn
 
 from .. import zoo
-from ..core import seed_everything
+from ..core import data_notes, seed_everything
 from ..runtime import CPU_RUNTIMES, Runtime
 from ..models import Encoder
 from ..profiles import Profile, get_profile
@@ -92,9 +92,10 @@ class Experiment:
     def finish(self) -> dict:
         """Write `cost.json` (training seconds of every model, those trained in this run, and the measures) and the
         provenance, with every dataset folder the run looked for under the data root and whether it was there
-        (`data_looked_up`: the runner keeps their digests, so a dataset that arrives or changes there reruns it)."""
+        (`data_looked_up`: the runner keeps their digests, so a dataset that arrives or changes there reruns it), and
+        every note of input skipped or dropped, in the run or in its models' training (`data_notes`: the report lists them)."""
         self.run.json({"train_s": self.train_s, "train_s_in_run": self.train_s_in_run, **self.measures}, "cost")
-        return self.run.finish(runtime=self.runtime, data_looked_up=datasets_looked_up())
+        return self.run.finish(runtime=self.runtime, data_looked_up=datasets_looked_up(), data_notes=data_notes())
 
 def _runtime(runtime) -> Runtime | None:
     if runtime is None or isinstance(runtime, Runtime): return runtime

@@ -12,7 +12,7 @@ import pandas as pd
 import torch
 from torch import nn
 
-from ..core import to_float_images
+from ..core import to_float_images, warn_data
 from ..runtime import Runtime
 from ..data.imageset import ImageSet
 from ..features import extract_features
@@ -69,11 +69,17 @@ def trajectory_ris(features: Mapping[str, Mapping[str, np.ndarray]], sets: Mappi
                    variants: Sequence[str] = ("authors",)) -> dict:
     """Top-K RIS of every model on every family: `features[family][model]` are the features of `sets[family]`'s images
     (columns `target`, the class, and `trajectory`). Returns `(variant, model, family) -> RISResult`; units constant
-    over a set are dropped (`constant_units='drop'`)."""
+    over a set are dropped (`constant_units='drop'`). Trajectories too short for the variant (3 images for 'authors')
+    are left out and counted in a `DataWarning` naming the family; a family with none long enough is refused, named."""
     from invariances.metrics.ris import representation_invariance_score
     out = {}
     for fam, s in sets.items():
         if fam not in features: raise KeyError(f"no features for family {fam!r}; features has {list(features)}")
+        sizes = s.meta.groupby("trajectory").size().to_numpy()
+        for need in sorted({3 if v == "authors" else 2 for v in variants}):   # the least RIS takes per trajectory
+            if (sizes < need).all(): raise ValueError(f"RIS family {fam!r} ({s.name}): no trajectory has >= {need} images (sizes: {np.unique(sizes).tolist()})")
+            if short := int((sizes < need).sum()):
+                warn_data(f"RIS family {fam!r} ({s.name}): {short} of {len(sizes)} trajectories have fewer than {need} images: left out")
         for model, f in features[fam].items():
             for v in variants:
                 out[v, model, fam] = representation_invariance_score(f, s.meta["target"].to_numpy(), s.meta["trajectory"].to_numpy(),

@@ -14,6 +14,7 @@ import pandas as pd
 
 from ..data.classification import (load_caltech101, load_cifar10, load_cub200, load_flowers102, load_imagenet100, load_inat,
                                              load_tiny_imagenet)
+from ..core import warn_data
 from ..data.imageset import ImageSet
 from ..data.landmarks import load_300w, load_celeba, load_lsp
 from .linear import TRAIN_PER_CLASS, topk_accuracy, topk_readout, wd_grid
@@ -277,7 +278,7 @@ def scene_readouts(features: Mapping[str, Mapping[str, np.ndarray]], sets: Mappi
     (y_tr, names), (y_te, _) = scene_labels(sets["scenes train"]), scene_labels(sets["scenes test"])
     kept = (y_tr.sum(0) > 0) & (y_te.sum(0) > 0)
     dropped = [c for c, k in zip(names, kept) if not k]
-    if dropped: warnings.warn(f"scene readout: categories {dropped} never occur in the training or the test scenes; mean AP over the other {kept.sum()}", stacklevel=2)
+    if dropped: warn_data(f"scene readout: categories {dropped} never occur in the training or the test scenes; mean AP over the other {kept.sum()}")
     target = lambda name: sets[name].meta.target.to_numpy()
     rows = []
     for m in features["scenes train"]:

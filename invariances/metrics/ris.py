@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from ..core import warn_data
 from .inputs import as_features
 
 # %% auto #0
@@ -207,8 +208,8 @@ def representation_invariance_score(features, targets, trajectories, ks: Sequenc
         L[:, j:j + block], G[:, j:j + block], ok[:, j:j + block] = Lb.numpy(), Gb.numpy(), okb.numpy()
     silent = [] if variant == "goodfellow" else y_labels[~(L > 0).any(axis=1)].tolist()
     if silent:   # named, so a low score is not read as a measured lack of invariance
-        warnings.warn(f"RIS ({variant}): no unit fires along any usable trajectory of target(s) {silent[:10]}"
-                      f"{' ...' if len(silent) > 10 else ''} (trajectories need >= {max(min_size, 2)} images): they count 0 in the mean", stacklevel=2)
+        warn_data(f"RIS ({variant}): no unit fires along any usable trajectory of target(s) {silent[:10]}"
+                      f"{' ...' if len(silent) > 10 else ''} (trajectories need >= {max(min_size, 2)} images): they count 0 in the mean")
     dead = np.flatnonzero(~ok.all(axis=0))
     if len(dead):
         if constant_units == "raise":

@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..core import write_text
+from ..core import warn_data, write_text
 from ..data.imageset import ImageSet, frame_pairs
 from ..features import extract_maps
 from ..store import CacheError, StaleEntry, begin_entry, check_entry, finish_entry, warn_damaged
@@ -59,7 +59,9 @@ def region_tracks(videos: ImageSet, encoder: nn.Module | Callable[[], nn.Module]
     if "tracks" in pairs.meta: pairs.meta["true_tracks"] = pairs.meta["tracks"]   # the renderer's, kept for checks
     pairs.name = f"{pairs.name}/region-tracks"
     if cache is not None and (kept := _cached_tracks(Path(cache), len(pairs))) is not None:
-        pairs.meta["tracks"] = kept; return pairs
+        pairs.meta["tracks"], notes = kept
+        for note in notes: warn_data(note, show=False)     # what the tracking skipped, for the report of this run too
+        return pairs
     meta = videos.meta
     row = {(v, f): i for i, (v, f) in enumerate(zip(meta[video], meta[frame]))}
     pm = pairs.meta
@@ -87,22 +89,24 @@ def region_tracks(videos: ImageSet, encoder: nn.Module | Callable[[], nn.Module]
         lonely += not kept
         tracks[2 * p] = json.dumps([[t, round(s, 4)] + boxes[rows[0]][r].tolist() for t, (r, s, _) in enumerate(kept)])
         tracks[2 * p + 1] = json.dumps([[t, round(s, 4)] + boxes[rows[-1]][e].tolist() for t, (_, s, e) in enumerate(kept)])
-    if gaps: warnings.warn(f"{videos.name}: {gaps} of {len(starts)} frame pairs miss a frame between theirs: no track", stacklevel=2)
-    if empty: warnings.warn(f"{videos.name}: {len(empty)} of {len(need)} frames have no region proposal: their pairs have no track", stacklevel=2)
+    notes = ([f"{videos.name}: {gaps} of {len(starts)} frame pairs miss a frame between theirs: no track"] if gaps else []) \
+          + ([f"{videos.name}: {len(empty)} of {len(need)} frames have no region proposal: their pairs have no track"] if empty else [])
+    for note in notes: warn_data(note)
     if lonely: warnings.warn(f"{videos.name}: {lonely} of {len(starts)} frame pairs have no track above {config.threshold}", stacklevel=2)
     pairs.meta["tracks"] = tracks
     if cache is not None:
         begin_entry(Path(cache)); write_text(Path(cache) / "tracks.json", json.dumps(tracks))
-        finish_entry(Path(cache), {"pairs": len(pairs), "videos": videos.name}, ("tracks.json",))
+        finish_entry(Path(cache), {"pairs": len(pairs), "videos": videos.name, "notes": notes}, ("tracks.json",))
     return pairs
 
-def _cached_tracks(folder: Path, n: int) -> list | None:
-    "The tracks sealed in `folder` for `n` rows, or None (never made, or damaged: named in a `CacheWarning`, made again)."
+def _cached_tracks(folder: Path, n: int) -> tuple[list, list] | None:
+    """The tracks sealed in `folder` for `n` rows and the notes of what their making skipped, or None (never made, or
+    damaged: named in a `CacheWarning`, made again)."""
     try:
-        if check_entry(folder, expect={"pairs": n}, need=("tracks.json",)) is None: return None
+        if (m := check_entry(folder, expect={"pairs": n}, need=("tracks.json",))) is None: return None
         tracks = json.loads((folder / "tracks.json").read_text())
         if len(tracks) != n: raise CacheError(f"{folder / 'tracks.json'} holds {len(tracks)} rows, not {n}")
-        return tracks
+        return tracks, list(m.get("notes", []))
     except StaleEntry: return None
     except (CacheError, ValueError) as e: warn_damaged("region tracks", folder, e); return None
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from ..core import warn_data
 from ..data.imageset import ImageSet
 from ..ops import warp, warp_boxes
 from ..policies import Policy, RandomResizedCrop
@@ -176,5 +177,5 @@ def track_boxes(train_set: ImageSet, partner: torch.Tensor, context: float = 0.1
     for r, (objs, p) in enumerate(zip(common, partner.tolist())):
         if not objs: lonely += 1; out[r, 0] = torch.tensor([[0.0, 0.0, 1.0, 1.0]] * 2); continue
         for j, m in enumerate(objs): out[r, j] = torch.tensor([frac(per_row[r][m]), frac(per_row[p][m])])
-    if lonely: warnings.warn(f"{train_set.name}: {lonely} of {len(per_row)} frames share no object with their partner: their region pair is the whole frames", stacklevel=2)
+    if lonely: warn_data(f"{train_set.name}: {lonely} of {len(per_row)} frames share no object with their partner: their region pair is the whole frames")
     return out
