@@ -83,7 +83,7 @@ def trajectory_ris(features: Mapping[str, Mapping[str, np.ndarray]], sets: Mappi
         for model, f in features[fam].items():
             for v in variants:
                 out[v, model, fam] = representation_invariance_score(f, s.meta["target"].to_numpy(), s.meta["trajectory"].to_numpy(),
-                                                                     ks=ks, variant=v, constant_units="drop")
+                                                                     ks=ks, variant=v, constant_units="drop", label=f"{model} on family {fam!r}")
     return out
 
 def ris_table(results: Mapping[tuple, object], variant: str = "authors") -> pd.DataFrame:

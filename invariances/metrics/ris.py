@@ -169,14 +169,15 @@ class RISResult:
 def representation_invariance_score(features, targets, trajectories, ks: Sequence[int] = (10, 25), variant: str = "authors",
                                     firing_percentile: float | None = None, min_trajectory_size: int | None = None,
                                     constant_units: str = "raise", allow_singletons: bool = False,
-                                    block_units: int | None = None) -> RISResult:
+                                    block_units: int | None = None, label: str = "") -> RISResult:
     """Top-K RIS (Purushwalkam & Gupta 2020) of `features` (N, D) given per-sample `targets` and `trajectories` (N,).
 
     `variant`: 'authors' (default: what the authors' code computes, the paper's numbers), 'paper' (App. A as written) or
     'goodfellow' (see the definitions above). `firing_percentile` overrides the 'authors' percentile p (default
     min((1 - 1/n_targets) * 100, 95)). `min_trajectory_size`: trajectories with fewer images are skipped (default 3 for
     'authors', 2 otherwise). `constant_units`: 'raise' or 'drop' units whose G is 0 ('paper' and 'goodfellow' only:
-    under 'authors' G >= 1/N). float64 features are compared in float64, any other dtype in float32."""
+    under 'authors' G >= 1/N). float64 features are compared in float64, any other dtype in float32. `label` (the
+    model and data) names the classes with no firing unit in its `DataWarning`."""
     if variant not in RIS_VARIANTS: raise ValueError(f"unknown RIS variant {variant!r}; choose one of {RIS_VARIANTS}")
     if constant_units not in ("raise", "drop"): raise ValueError(f"constant_units must be 'raise' or 'drop', got {constant_units!r}")
     h_np = as_features(features, min_samples=2)
@@ -208,7 +209,7 @@ def representation_invariance_score(features, targets, trajectories, ks: Sequenc
         L[:, j:j + block], G[:, j:j + block], ok[:, j:j + block] = Lb.numpy(), Gb.numpy(), okb.numpy()
     silent = [] if variant == "goodfellow" else y_labels[~(L > 0).any(axis=1)].tolist()
     if silent:   # named, so a low score is not read as a measured lack of invariance
-        warn_data(f"RIS ({variant}): no unit fires along any usable trajectory of target(s) {silent[:10]}"
+        warn_data(f"RIS ({variant}{', ' + label if label else ''}): no unit fires along any usable trajectory of target(s) {silent[:10]}"
                       f"{' ...' if len(silent) > 10 else ''} (trajectories need >= {max(min_size, 2)} images): they count 0 in the mean")
     dead = np.flatnonzero(~ok.all(axis=0))
     if len(dead):
