@@ -7,7 +7,8 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat settings.ini setup.py | sha256sum | cut -c1-16)
 BATCH  ?= cpu
 export MPLBACKEND := Agg
-# passive OpenMP waiting: spinning threads make torch many times slower on a loaded CPU (see nbs/80_repro.ipynb)
+# passive OpenMP waiting: spinning threads make torch many times slower on a loaded CPU (nbs/32_runtime.ipynb; the
+# batch runner gives its kernels the same, with huge pages for PyTorch: invariances.runtime.process_env)
 export OMP_WAIT_POLICY ?= PASSIVE
 
 .PHONY: venv test repro bench readme sync clean-runs docs notebooks

@@ -13,7 +13,7 @@ from typing import Sequence
 import numpy as np, torch
 
 from . import zoo
-from .runtime import Runtime, cpu_bf16_native
+from .runtime import Runtime, cpu_bf16_native, process_env
 from .repro import RunSpec, Batch, execute_run, load_batch, parameter_errors, run_settings
 from .profiles import PROFILES, Profile, get_profile
 from .train.loop import CHECKPOINT, CHECKPOINT_MANIFEST
@@ -101,7 +101,7 @@ class TrainJob:
         job = submitit.JobEnvironment()
         cmd = self.command(job.node, job.hostnames[0], rendezvous_port(job.job_id))
         print("launching:", " ".join(cmd), flush=True)
-        self._torchrun = subprocess.Popen(cmd, env=os.environ | self.env)
+        self._torchrun = subprocess.Popen(cmd, env=os.environ | process_env() | self.env)   # as the runner's kernels
         # polled, not `wait()`ed: `checkpoint` runs in a signal handler on this thread, and a `wait()` it interrupted
         # would hold the Popen's lock, so that its own wait for torchrun could never reap it
         while (code := self._torchrun.poll()) is None: time.sleep(1.0)

@@ -16,6 +16,7 @@ import yaml
 
 from .core import PROGRESS_ENV, data_root, git_info, in_ci, tree_digest, write_json, write_text
 from .runs import MODEL_PARAMETERS, table_markdown
+from .runtime import process_env
 
 # %% auto #0
 __all__ = ['RUN_KEYS', 'BATCH_MODELS', 'PROGRESS_FILE', 'PROGRESS_POLL_S', 'PLAIN_EVERY_S', 'STATUS', 'project_root',
@@ -394,12 +395,10 @@ def execute_run(run: RunSpec, run_dir: Path, key: str, data: dict, kernel_name: 
         log.addHandler(handler); old_level = log.level; log.setLevel(logging.INFO)
         status, message = "ok", ""
         try:
-            # OpenMP threads that spin while waiting make torch on a busy CPU many times slower (measured: a small
-            # forward pass went from 9 ms to 1.5 s at load 8 on 2 cores); passive waiting costs little when idle.
-            omp = {"OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")}
+            # the settings a training process reads once, at its start (OpenMP's waiting, huge pages): `runtime.process_env`
             progress = work.resolve() / PROGRESS_FILE if on_progress is not None else None   # None: unset
             watch = watch_progress(progress, on_progress) if progress is not None else contextlib.nullcontext()
-            with _env(INVARIANCES_RUN_DIR=work.resolve(), MPLBACKEND="Agg", **{PROGRESS_ENV: progress}, **omp), watch:
+            with _env(INVARIANCES_RUN_DIR=work.resolve(), MPLBACKEND="Agg", **{PROGRESS_ENV: progress}, **process_env()), watch:
                 papermill.execute_notebook(str(run.notebook), str(work / "executed.ipynb"), parameters=run.parameters,
                                            kernel_name=kernel_name, language="python", progress_bar=False,
                                            log_output=True, cwd=str(work), execution_timeout=timeout)

@@ -17,8 +17,9 @@ from .core import cache_dir, config_key, run_concurrently, write_json
 from .models import SplitBatchNorm, make_resnet
 
 # %% auto #0
-__all__ = ['CPU_RUNTIMES', 'CPU_RUNTIME_ENV', 'CPU_PROBE', 'Runtime', 'cpu_bf16_native', 'choose_cpu_runtime', 'cpu_candidates',
-           'cpu_runtime_env', 'measure_cpu_runtime', 'cpu_probe_key', 'cpu_runtime_choice']
+__all__ = ['CPU_RUNTIMES', 'CPU_RUNTIME_ENV', 'CPU_PROBE', 'PROCESS_ENV', 'Runtime', 'cpu_bf16_native', 'choose_cpu_runtime',
+           'cpu_candidates', 'cpu_runtime_env', 'measure_cpu_runtime', 'cpu_probe_key', 'cpu_runtime_choice',
+           'process_env']
 
 # %% ../nbs/32_runtime.ipynb #34df8f13
 @dataclass(frozen=True)
@@ -288,3 +289,12 @@ def cpu_runtime_choice(measure: bool = True) -> tuple[str, str, dict | None]:
                     except OSError as e: warnings.warn(f"could not cache the CPU runtime probe in {path}: {e}", stacklevel=3)
         _CPU_CHOICES[k] = out = (rec["choice"], how, rec)
         return out
+
+# %% ../nbs/32_runtime.ipynb #39780457
+PROCESS_ENV = {"OMP_WAIT_POLICY": "PASSIVE", "THP_MEM_ALLOC_ENABLE": "1"}   # the reasons: above
+
+def process_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment the batch runner gives the processes that train and measure: each variable of `PROCESS_ENV`
+    as `environ` (default `os.environ`) sets it, else the project's value."""
+    environ = os.environ if environ is None else environ
+    return {k: environ.get(k, v) for k, v in PROCESS_ENV.items()}

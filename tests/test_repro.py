@@ -87,6 +87,20 @@ def test_skips_unchanged_and_reruns_changed(project, capsys):
     assert json.loads((out(project, "b", "ok") / "out.json").read_text()) == {"n": 3}
 
 
+ENV = ("import os\nfrom invariances.runs import RunDir\nrun = RunDir(params={'n': n})\n"
+       "run.json({k: os.environ.get(k) for k in ('OMP_WAIT_POLICY', 'THP_MEM_ALLOC_ENABLE')}, 'out')\nrun.finish()")
+
+
+def test_kernels_get_the_process_settings(project, monkeypatch):
+    """The settings a training process reads once at its start reach the notebook's kernel: the project's values
+    (`runtime.process_env`), each replaced by the user's where the runner's environment sets it."""
+    monkeypatch.delenv("THP_MEM_ALLOC_ENABLE", raising=False); monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
+    notebook(project / "nbs" / "experiments" / "env.ipynb", "n = 1", ENV)
+    batch(project, "b", [{"name": "env", "notebook": "env.ipynb"}])
+    assert main(["b"]) == 0
+    assert json.loads((out(project, "b", "env") / "out.json").read_text()) == {"OMP_WAIT_POLICY": "ACTIVE", "THP_MEM_ALLOC_ENABLE": "1"}
+
+
 LOOKS = ("from invariances.runs import RunDir\nfrom invariances.data.manifests import dataset_available, datasets_looked_up\n"
          "run = RunDir(params={'n': n})\nrun.json({'n': n, 'aloi': dataset_available('aloi')}, 'out')\n"
          "run.finish(data_looked_up=datasets_looked_up())")
