@@ -27,3 +27,26 @@ def alternating_medians(cases, steps):
             c0, w0 = time.process_time(), time.perf_counter(); f()
             if i: cpu[k].append(time.process_time() - c0); wall[k].append(time.perf_counter() - w0)
     return ({k: statistics.median(v) for k, v in cpu.items()}, {k: statistics.median(v) for k, v in wall.items()})
+
+
+def child_rounds(script, variants, rounds, log=print):
+    """Run `script` once per variant per round, every variant in turn within a round (a shared machine's noise hits all
+    alike), and parse the JSON object each child prints on its last line. `variants`: name -> (arguments, environment
+    overrides). Returns name -> list of those objects, one per round. For what a process reads at its start (allocator
+    settings), and for steps that must each run in a process of their own, as a training run does."""
+    import json, os, subprocess, sys
+    cleared = {k for _, env in variants.values() for k in env}
+    got = {name: [] for name in variants}
+    for r in range(rounds):
+        for name, (args, env) in variants.items():
+            e = {k: v for k, v in os.environ.items() if k not in cleared} | env
+            out = subprocess.run([sys.executable, script, *args], env=e, capture_output=True, text=True)
+            if out.returncode: raise RuntimeError(f"{script} {' '.join(args)} (variant {name!r}) failed:\n{out.stderr[-3000:]}")
+            got[name].append(json.loads(out.stdout.strip().splitlines()[-1]))
+            if log: log(f"  round {r + 1} {name}: " + "  ".join(f"{k} {v:.3f} ({got[name][-1]['wall'][k]:.3f})" for k, v in got[name][-1]["cpu"].items()))
+    return got
+
+
+def round_medians(results):
+    "The median over rounds of each child's median, per clock: `results` is one variant's list from `child_rounds`."
+    return {clock: {k: statistics.median(g[clock][k] for g in results) for k in results[0][clock]} for clock in ("cpu", "wall")}

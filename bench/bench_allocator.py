@@ -17,7 +17,10 @@ alternately (CPU time of the process; wall beside). The children run in rounds, 
 that a shared machine's noise hits all alike; reported: the median over rounds of each child's median step, and the
 ratio of the plain setting's time to each other's (> 1: faster).
 """
-import argparse, json, os, statistics, subprocess, sys
+import argparse, json, os, sys
+
+sys.path.insert(0, os.path.dirname(__file__))
+from _timing import child_rounds, round_medians
 
 SETTINGS = {
     "plain": {},
@@ -25,12 +28,10 @@ SETTINGS = {
     "thp": {"THP_MEM_ALLOC_ENABLE": "1"},
 }
 SETTINGS["both"] = {**SETTINGS["malloc"], **SETTINGS["thp"]}
-CLEARED = sorted({k for s in SETTINGS.values() for k in s})
 
 
 def child(steps: int, threads: int):
     import numpy as np, torch
-    sys.path.insert(0, os.path.dirname(__file__))
     from _timing import alternating_medians, training_step
     from invariances.runtime import Runtime
     from invariances.train.looc import LooC, LoocConfig
@@ -56,16 +57,10 @@ def main():
     if a.child: return child(a.steps, a.threads)
     thp = open("/sys/kernel/mm/transparent_hugepage/enabled").read().strip() if os.path.exists("/sys/kernel/mm/transparent_hugepage/enabled") else "absent"
     print(f"transparent huge pages: {thp}; {a.rounds} rounds x {a.steps} steps, {a.threads} threads")
-    got = {s: [] for s in SETTINGS}
-    for r in range(a.rounds):
-        for name, env in SETTINGS.items():
-            e = {k: v for k, v in os.environ.items() if k not in CLEARED} | env
-            out = subprocess.run([sys.executable, __file__, "--child", "--steps", str(a.steps), "--threads", str(a.threads)],
-                                 env=e, capture_output=True, text=True, check=True).stdout
-            got[name].append(json.loads(out.strip().splitlines()[-1]))
-            print(f"  round {r + 1} {name:7s} " + "  ".join(f"{k} {v:.3f} ({got[name][-1]['wall'][k]:.3f})" for k, v in got[name][-1]["cpu"].items()), flush=True)
+    args = ["--child", "--steps", str(a.steps), "--threads", str(a.threads)]
+    got = child_rounds(__file__, {name: (args, env) for name, env in SETTINGS.items()}, a.rounds, log=lambda s: print(s, flush=True))
     print(f"runtime {got['plain'][0]['runtime']}; median over rounds of each child's median step, CPU s (wall s); plain / setting")
-    med = {s: {clock: {k: statistics.median(g[clock][k] for g in got[s]) for k in got[s][0][clock]} for clock in ("cpu", "wall")} for s in SETTINGS}
+    med = {s: round_medians(got[s]) for s in SETTINGS}
     for s in SETTINGS:
         print(f"  {s:7s} " + "  ".join(f"{k} {med[s]['cpu'][k]:.3f} ({med[s]['wall'][k]:.3f}): "
                                        f"{med['plain']['cpu'][k] / med[s]['cpu'][k]:.2f}x ({med['plain']['wall'][k] / med[s]['wall'][k]:.2f}x)"
