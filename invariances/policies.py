@@ -48,6 +48,11 @@ class Augmentation:
     name: str = "augmentation"
     geometric: bool = False
     def sample(self, n: int, g: torch.Generator, height: int, width: int) -> dict[str, torch.Tensor]: raise NotImplementedError
+    def skip(self, n: int, g: torch.Generator, height: int, width: int) -> dict[str, torch.Tensor]:
+        """`sample`'s draws for parameters that are given (LooC's key sharing the query's, MoCo's shared augmentation):
+        the generator ends where `sample` leaves it, so every later draw is the same; what is returned is discarded.
+        An augmentation whose sampling does real work beside the draws overrides this to leave that work out."""
+        return self.sample(n, g, height, width)
     def identity(self, n: int) -> dict[str, torch.Tensor]:
         "Parameters that leave the image unchanged (used by LooC's add-one views)."
         raise NotImplementedError
@@ -189,11 +194,13 @@ class TextureRandomization(Augmentation):
         self.p = _check_prob(p, "texture p")
         self.alpha = _check_range(alpha, "texture alpha", 0.0, 1.0)
         self.beta, self.size = _check_range(beta, "texture beta", 0.0, None), int(size)
-    def sample(self, n, g, height, width):
+    def sample(self, n, g, height, width, make: bool = True):
         on = _bernoulli(n, self.p, g)
         alpha = _uniform(n, *self.alpha, g)
-        tex = random_phase_textures(n, self.size, _uniform(n, *self.beta, g), g, rows=on)   # zero where not blended in
+        made = on if make else torch.zeros(n, dtype=torch.bool)   # textures only where blended in (or none at all)
+        tex = random_phase_textures(n, self.size, _uniform(n, *self.beta, g), g, rows=made)
         return {"alpha": torch.where(on, alpha, torch.zeros(n)), "texture": tex}
+    def skip(self, n, g, height, width): return self.sample(n, g, height, width, make=False)   # the draws, no FFT
     def identity(self, n): return {"alpha": torch.zeros(n), "texture": torch.zeros(n, 3, self.size, self.size)}
     def apply(self, x, p):
         alpha = p["alpha"].to(x.device)
@@ -237,11 +244,13 @@ class Policy:
         raise KeyError(f"policy {self.name!r} has no augmentation {name!r}; it has {self.names}")
     def __repr__(self): return f"Policy({self.name!r}, size={self.size}, {self.augmentations})"
 
-    def sample(self, n: int, generator: torch.Generator | None = None, height: int | None = None, width: int | None = None) -> Params:
-        "Draw parameters for `n` samples of `height x width` images (CPU tensors)."
+    def sample(self, n: int, generator: torch.Generator | None = None, height: int | None = None, width: int | None = None,
+               given: Sequence[str] = ()) -> Params:
+        """Draw parameters for `n` samples of `height x width` images (CPU tensors). The augmentations named in `given`
+        (their parameters come from elsewhere) only advance the generator (`Augmentation.skip`)."""
         g = generator if generator is not None else new_generator()
         height, width = height or self.size, width or self.size
-        return {a.name: a.sample(n, g, height, width) for a in self.augmentations}
+        return {a.name: (a.skip if a.name in given else a.sample)(n, g, height, width) for a in self.augmentations}
 
     def identity(self, n: int) -> Params: return {a.name: a.identity(n) for a in self.augmentations}
 
@@ -307,7 +316,7 @@ class Policy:
         _refuse_nonfinite(x, self.name)
         check_images(x)
         n = x.shape[0]
-        params = self._merge(self.sample(n, generator, x.shape[-2], x.shape[-1]), params, n)
+        params = self._merge(self.sample(n, generator, x.shape[-2], x.shape[-1], given=tuple(params or ())), params, n)
         return self._apply_sliced(x, params), params
 
 # %% ../nbs/21_policies.ipynb #7d54ceb7
