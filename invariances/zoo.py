@@ -189,6 +189,7 @@ class ZooModel:
     data: str | None = None              # training data, a key of `DATA` (None: the profile's)
     count_of: str | None = None          # train on a random subset of the data, as many images as this data (a `DATA` key) holds
     subset_of: str | None = None         # ... the model that trains on all of it: the same model where a profile fixes every count
+    same_as: str | None = None           # the zoo model this one is under another paper's name (the same training): its weights
     label: str = ""                      # the row label of tables (default: the name)
     color: str = "k"
     linestyle: str = "-"
@@ -220,9 +221,11 @@ MODELS = {m.name: m for m in [
     ZooModel("byol", "byol", policy="default", label="BYOL", color="tab:red", linestyle="-."),
     ZooModel("simsiam", "simsiam", policy="default", label="SimSiam", color="tab:brown", linestyle="-."),
     ZooModel("barlow", "barlow", policy="default", label="Barlow Twins", color="tab:pink", linestyle="-."),
-    # Xiao et al. (LooC): its MoCo baseline (crop, flip, colour, blur), that baseline with rotation added (also with the
-    # same rotation for query and key: Table 1), and LooC (its views MoCo's plus the augmentations it leaves out)
-    ZooModel("looc-moco", "moco", policy="moco_color", label="MoCo (LooC's views)", color="0.45"),
+    # Xiao et al. (LooC): its MoCo baseline (crop, flip, colour jitter + grayscale, blur) is the Default policy's
+    # augmentations with the same parameters (LooC's `moco_color` policy draws them in another order), so it is
+    # moco-default under LooC's name, trained once; that baseline with rotation added (also with the same rotation for
+    # query and key: Table 1); and LooC (its views MoCo's plus the augmentations it leaves out)
+    ZooModel("looc-moco", "moco", policy="default", same_as="moco-default", label="MoCo (LooC's views)", color="0.45"),
     ZooModel("looc-moco-rotation", "moco", policy="moco_color_rotation", label="MoCo + rotation", color="0.45", linestyle="--"),
     ZooModel("looc-moco-rotation-same", "moco", policy="moco_color_rotation", overrides={"shared_augs": ("rotation",)},
              label="MoCo + rotation (same for q and k)", color="0.45", linestyle=":"),
@@ -298,10 +301,12 @@ def model_config(name: str, profile: str | Profile = "cpu", seed: int = 0):
     return method_config(m.method, p, width=p.width * m.width_multiplier, seed=seed, **named)
 
 def weights_of(name: str, profile: str | Profile = "cpu") -> str:
-    """The zoo model whose weights `name` has at `profile`: itself, or, for a model trained on a subset of its data as
-    large as other data (`count_of`), the model trained on all of it (`subset_of`) where the profile fixes every
-    training set's size (`n_train`): there the subset is the whole set, and the same model is not trained twice."""
+    """The zoo model whose weights `name` has at `profile`: itself; the model it is under another paper's name
+    (`same_as`); or, for a model trained on a subset of its data as large as other data (`count_of`), the model trained
+    on all of it (`subset_of`) where the profile fixes every training set's size (`n_train`): there the subset is the
+    whole set. Either way the same model is not trained twice."""
     m, p = get_model(name), get_profile(profile)
+    if m.same_as: return weights_of(m.same_as, p)
     return m.subset_of if m.subset_of and m.count_of and p.n_train is not None else name
 
 def training_count(name: str, profile: str | Profile = "cpu", root=None) -> int | None:

@@ -58,8 +58,10 @@ class Experiment:
             cached = zoo.is_cached(name, self.profile, seed, self.data_root)
             encoders[key] = zoo.get(name, self.profile, seed, self.data_root, runtime=self.runtime, progress=progress)
             self.records[key] = zoo.training_record(name, self.profile, seed, self.data_root) or {}
-            # the cost names the model as the zoo keys it: at another budget it is another model (cost_by_paper counts each once)
-            cost_name = key if self.profile.budget == 1 else f"{key} ({self.profile.budget:g}x budget)"
+            # the cost names the weights as the zoo keys them (a model under another paper's name is the same weights,
+            # `zoo.weights_of`), at another budget another model: cost_by_paper counts each once
+            weights = zoo.instance(zoo.weights_of(name, self.profile), seed, self.seed)
+            cost_name = weights if self.profile.budget == 1 else f"{weights} ({self.profile.budget:g}x budget)"
             self.train_s[cost_name] = self.records[key].get("train_seconds", 0.0)
             if not cached: self.train_s_in_run[cost_name] = self.train_s[cost_name]
             print(f"{key:18s} trained in {self.train_s[cost_name] / 60:.1f} min{' (cached)' if cached else ''}")
