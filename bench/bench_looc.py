@@ -32,6 +32,7 @@ from _timing import alternating_medians, child_rounds, round_medians, training_s
 SIZE, BATCH = 48, 256
 METHODS = {"moco-1": ("moco", "moco_color"), "looc-1": ("looc", ("color",)),
            "moco-3": ("moco", "moco_color_rotation_texture"), "looc-3": ("looc", ("color", "rotation", "texture"))}
+CHILDREN = {"network": (), "pair-1": ("moco-1", "looc-1"), "pair-3": ("moco-3", "looc-3"), "together": tuple(METHODS)}
 
 
 def build(case):
@@ -61,7 +62,7 @@ def child(case, steps, threads):
             with runtime.autocast(): loss = bare(xb).float().pow(2).mean()
             loss.backward()
         cases |= {"fwd": fwd, "fb": fb}
-    for k in (METHODS if case == "together" else [m for m in METHODS if m.endswith(case[-2:])] if case.startswith("pair") else []):
+    for k in CHILDREN[case]:
         method = runtime.model(build(k)).train()
         cases[k] = training_step(method, images, BATCH, gen, runtime)
         if case != "together":    # the augmentation alone: MoCo draws 2 views, LooC n + 2 (the query and n + 1 keys)
@@ -94,7 +95,7 @@ def main():
     env = process_env()
     print(f"{a.rounds} rounds x {a.steps} steps, {a.threads} threads, batch {BATCH}, {SIZE} px, children's environment {env}")
     variants = {case: (["--child", case, "--steps", str(a.steps), "--threads", str(a.threads)], env)
-                for case in ("network", "pair-1", "pair-3", "together")}
+                for case in CHILDREN}
     got = child_rounds(__file__, variants, a.rounds, log=lambda s: print(s, flush=True))
     med = {case: round_medians(got[case]) for case in variants}
     print(f"runtime {got['network'][0]['runtime']}; median over rounds of each child's median, CPU s (wall s)")
