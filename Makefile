@@ -6,6 +6,10 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat settings.ini setup.py | sha256sum | cut -c1-16)
 BATCH  ?= cpu
+# zoo models trained at once on the CPU before the notebooks run, each with the cores divided among them
+# (invariances-repro --train-workers; on 2 cores two one-thread trainings beat the same two in turn:
+# bench/bench_train_pool.py); one at a time for the gpu batch, whose models each take the whole accelerator
+TRAIN_WORKERS ?= $(if $(filter gpu,$(BATCH)),1,2)
 export MPLBACKEND := Agg
 # passive OpenMP waiting: spinning threads make torch many times slower on a loaded CPU (nbs/32_runtime.ipynb; the
 # batch runner gives its kernels the same, with huge pages for PyTorch: invariances.runtime.process_env)
@@ -41,7 +45,7 @@ test: venv
 
 # The main job: the `cpu` batch on the embedded synthetic data (BATCH=real for real data under $$INVARIANCES_DATA).
 repro: venv
-	$(BIN)/invariances-repro $(BATCH) --report repro/$(if $(filter cpu,$(BATCH)),REPORT.md,REPORT-$(BATCH).md)
+	$(BIN)/invariances-repro $(BATCH) --train-workers $(TRAIN_WORKERS) --report repro/$(if $(filter cpu,$(BATCH)),REPORT.md,REPORT-$(BATCH).md)
 
 bench: venv
 	@for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done

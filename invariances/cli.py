@@ -14,7 +14,7 @@ from . import __version__
 from .core import write_text
 from .repro import load_batch, project_root, read_status, run_batch, summary_markdown
 from .report import build_report, report_path
-from .launch import dry_run, make_executor, train_zoo_models
+from .launch import dry_run, make_executor, train_in_parallel, train_zoo_models
 
 # %% auto #0
 __all__ = ['EXAMPLES', 'DOCS', 'batch_names', 'main', 'list_runs', 'notebook_markdown', 'readme_from_index', 'stale_docs',
@@ -25,6 +25,7 @@ EXAMPLES = """examples:
   invariances-repro smoke                       every run of the smoke batch (what CI runs last)
   invariances-repro cpu --report repro/REPORT.md the main job, its report at the tracked path
   invariances-repro cpu --only xiao-table2      one run (its zoo models trained first when not cached)
+  invariances-repro cpu --train-workers 2       the batch's zoo models first, two at once (one core each on 2 cores)
   invariances-repro cpu --list                  the runs, their state here and their parameters
   invariances-repro gpu --dry-run               one step of every model and run at paper shape, on the CPU
   invariances-repro gpu --launcher slurm --partition P --gpus-per-node 8   train on a cluster, then run
@@ -68,6 +69,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--processes-per-node", type=int, default=None,
                     help="torchrun processes per node (default: --gpus-per-node, at least 1)")
     ap.add_argument("--time-min", type=int, default=24 * 60, help="minutes per job attempt (then requeued, resuming)")
+    ap.add_argument("--train-workers", type=int, default=1, metavar="N",
+                    help="train the batch's zoo models first on this machine, N at once with the cores divided among them "
+                         "(default 1: each run trains what it needs in its own kernel)")
     a = ap.parse_args(argv)
     try:
         root = project_root()
@@ -80,10 +84,14 @@ def main(argv: list[str] | None = None) -> int:
         if a.dry_run:
             seconds = dry_run(batch, only)
             print(f"dry run of batch {batch.name!r}: {len(seconds)} run(s) passed in {sum(seconds.values()):.0f} s"); return 0
+        if a.train_workers < 1: raise ValueError(f"--train-workers must be at least 1, got {a.train_workers}")
+        if a.train_workers > 1 and a.launcher != "none":
+            raise ValueError(f"--train-workers {a.train_workers} trains here, --launcher {a.launcher} in jobs: choose one")
         out = Path(a.out or root / "repro" / "runs" / batch.name)
+        chosen = dataclasses.replace(batch, runs=[r for r in batch.runs if not only or r.name in only])   # their models first
+        if a.train_workers > 1: train_in_parallel(chosen, a.train_workers, log_dir=out / "train-logs")
         if a.launcher != "none":
             executor = make_executor(a.launcher, out / "jobs", a.partition, a.gpus_per_node, a.nodes, a.time_min)
-            chosen = dataclasses.replace(batch, runs=[r for r in batch.runs if not only or r.name in only])
             train_zoo_models(chosen, executor, a.processes_per_node or max(1, a.gpus_per_node), a.nodes)
         results = run_batch(batch, only, a.force, a.out, root, timeout=a.timeout)
         text = build_report(batch.name, root, out / "REPORT.md", runs_dir=out)

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import argparse, contextlib, dataclasses, json, math, os, shutil, subprocess, sys, tempfile, time, zlib
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -24,7 +25,8 @@ from .evaluation.experiment import with_replicates
 # %% auto #0
 __all__ = ['FORWARDED_ENV', 'FIGURE_TRANSFORMS', 'DRY_SIZES', 'DRY_STEPS', 'ZooModel', 'zoo_models', 'batch_models',
            'profile_argument', 'parse_profile', 'rendezvous_port', 'TrainJob', 'main', 'make_executor',
-           'train_zoo_models', 'DryRunError', 'dry_profile', 'dry_runtime', 'fabricated_root', 'dry_run']
+           'train_zoo_models', 'relative_cost', 'train_in_parallel', 'DryRunError', 'dry_profile', 'dry_runtime',
+           'fabricated_root', 'dry_run']
 
 # %% ../nbs/84_launch.ipynb #6b91a5bb
 @dataclass(frozen=True)
@@ -35,7 +37,9 @@ class ZooModel:
     seed: int = 0
     data_root: str | None = None
 
-    def __str__(self): return f"{self.name} (profile {self.profile}, seed {self.seed})"
+    def __str__(self):
+        p = self.profile if isinstance(self.profile, str) else self.profile.name + (f" x{self.profile.budget:g}" if self.profile.budget != 1 else "")
+        return f"{self.name} (profile {p}, seed {self.seed})"
 
 def zoo_models(run: RunSpec) -> list[ZooModel]:
     "The zoo models `run` asks for (see `MODEL_PARAMETERS`, the parts of its `fusions`, its `replicates`), in order, without repeats."
@@ -167,6 +171,62 @@ def train_zoo_models(batch: str | Batch, executor, processes_per_node: int = 1, 
             failed.append(f"{m}: job {job.job_id} failed: {last}; its log: {job.paths.stderr}")
     if failed: raise RuntimeError("training on the cluster failed:\n  " + "\n  ".join(failed))
     return todo
+
+# %% ../nbs/84_launch.ipynb #aa55bcf6
+def relative_cost(model: ZooModel) -> float:
+    """A rough measure of `model`'s training arithmetic, to start the costliest first: steps x batch x pixels x width^2
+    (a ResNet's multiply-adds grow with the square of its width); 0 for a model that trains nothing."""
+    if not get_method(zoo.get_model(model.name).method).trains: return 0.0
+    cfg = zoo.model_config(model.name, model.profile, model.seed)
+    return float((getattr(cfg, "steps", None) or 1) * cfg.batch_size * cfg.image_size ** 2 * cfg.width ** 2)
+
+def _train_command(model: ZooModel) -> list[str]:
+    "The command line of the process that trains `model` (`main` below, in a process of its own)."
+    cmd = [sys.executable, "-m", "invariances.launch", "train", "--model", model.name, "--profile",
+           profile_argument(model.profile), "--seed", str(model.seed)]
+    return cmd + (["--data-root", str(model.data_root)] if model.data_root else [])
+
+def train_in_parallel(batch: str | Batch | Sequence[ZooModel], workers: int = 2, threads: int | None = None,
+                      log_dir: str | os.PathLike | None = None, echo=print) -> list[ZooModel]:
+    """Train every zoo model `batch` needs (or the `ZooModel`s given) that the cache lacks, `workers` at once on this
+    machine, each in a process of its own with `threads` intra-op threads (default: the cores divided among the
+    workers), the costliest first (`relative_cost`); wait; return the models trained. A failed process is named with
+    its log (under `log_dir`, default a new temporary folder) and the others go on."""
+    if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
+        raise ValueError(f"train workers must be a whole number >= 1, got {workers!r}")
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    threads = threads or max(1, cores // workers)
+    models = batch_models(batch) if isinstance(batch, (str, Batch)) else list(batch)
+    todo = [m for m in models if not zoo.is_cached(m.name, m.profile, m.seed, m.data_root)]
+    for m in todo:
+        if not relative_cost(m): zoo.get(m.name, m.profile, m.seed, m.data_root, progress=False)   # nothing to fit
+    jobs = sorted((m for m in todo if relative_cost(m)), key=relative_cost, reverse=True)
+    if not jobs: return todo
+    log_dir = Path(log_dir) if log_dir else Path(tempfile.mkdtemp(prefix="invariances-train-"))
+    log_dir.mkdir(parents=True, exist_ok=True)
+    at_once = min(workers, len(jobs))
+    # each worker's training path is the machine's measured choice for its thread count (`Runtime.detect`: the first
+    # worker measures it under a file lock while the others wait, then they read it)
+    env = os.environ | process_env() | {"OMP_NUM_THREADS": str(threads), zoo.TRAINED_ALONGSIDE_ENV: str(at_once)}
+    echo(f"training {len(jobs)} zoo model(s), {at_once} at once with {threads} thread(s) each; logs in {log_dir}")
+
+    def train_one(m: ZooModel):
+        log = log_dir / f"{m.name}-{get_profile(m.profile).name}-s{m.seed}.log"
+        started = time.perf_counter()
+        with open(log, "w") as out: code = subprocess.run(_train_command(m), env=env, stdout=out, stderr=subprocess.STDOUT).returncode
+        return m, code, time.perf_counter() - started, log
+
+    failed, started = [], time.perf_counter()
+    with ThreadPoolExecutor(at_once, thread_name_prefix="invariances-train") as pool:
+        for done in as_completed([pool.submit(train_one, m) for m in jobs]):
+            m, code, seconds, log = done.result()
+            if code == 0: echo(f"{m}: trained in {seconds / 60:.1f} min"); continue
+            lines = [l for l in log.read_text(errors="replace").splitlines() if l.strip()]
+            failed.append(f"{m}: its process exited with status {code}: {(lines or ['(no output)'])[-1][:300]}; its log: {log}")
+    echo(f"{len(jobs) - len(failed)} of {len(jobs)} zoo model(s) trained in {(time.perf_counter() - started) / 60:.1f} min")
+    for f in failed: echo(f"not trained: {f}")
+    return [m for m in todo if zoo.is_cached(m.name, m.profile, m.seed, m.data_root)]
+
 
 # %% ../nbs/84_launch.ipynb #e9788a69
 class DryRunError(RuntimeError):

@@ -776,7 +776,8 @@ def build_report(batch: str, root: str | os.PathLike | None = None, out: str | o
     cost_lines = ["## Runs and their cost", "", table_markdown(runs, ".1f"),
                   f"Wall time of the runs shown: {wall:.1f} min when they were computed, {trained_here:.1f} of them training "
                   f"zoo models. Training all the zoo models they use took {train:.1f} min when they were trained (each model "
-                  f"counted once: a model trained by an earlier run of the same configuration is loaded from the cache), so the batch from scratch "
+                  f"counted once: a model trained by an earlier run of the same configuration is loaded from the cache; one trained beside "
+                  f"others by its share of the machine), so the batch from scratch "
                   f"costs about {wall - trained_here + train:.0f} min." +
                   (f" This invocation spent {invocation:.1f} min (`status.json`)." if has_status else ""), ""]
     by_paper, budget = cost_by_paper(cost_runs, board), BUDGET_MINUTES.get(b.name)

@@ -5,7 +5,7 @@
 # %% ../nbs/60_zoo.ipynb #b3ee8059
 from __future__ import annotations
 
-import contextlib, fcntl, json, math, shutil
+import contextlib, fcntl, json, math, os, shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -27,10 +27,11 @@ from .train.tracking import TrackingConfig, region_tracks
 
 # %% auto #0
 __all__ = ['VIDEO_CLIP', 'DAVIS_CLIP', 'TRACKER', 'TRACKING', 'COCO_MIN_AREA', 'DATA', 'REAL_FOLDERS', 'REAL_VIDEO_DATA',
-           'REAL_SCENE_DATA', 'MODELS', 'ZOO_VERSION', 'FUSIONS', 'MODEL_FILES', 'SNAPSHOTS', 'dataset',
-           'data_identity', 'ZooModel', 'get_model', 'labels', 'model_config', 'weights_of', 'training_count',
-           'model_key', 'model_dir', 'Fusion', 'fusion_parts', 'instance', 'parse_instance', 'get', 'training_estimate',
-           'is_cached', 'weights_digest', 'training_record', 'snapshots', 'snapshot_record']
+           'REAL_SCENE_DATA', 'MODELS', 'ZOO_VERSION', 'FUSIONS', 'MODEL_FILES', 'SNAPSHOTS', 'TRAINED_ALONGSIDE_ENV',
+           'dataset', 'data_identity', 'ZooModel', 'get_model', 'labels', 'model_config', 'weights_of',
+           'training_count', 'model_key', 'model_dir', 'Fusion', 'fusion_parts', 'instance', 'parse_instance',
+           'trained_alongside', 'get', 'training_estimate', 'is_cached', 'weights_digest', 'training_record',
+           'snapshots', 'snapshot_record']
 
 # %% ../nbs/60_zoo.ipynb #ac3d997a
 def _synthetic_objects(split, n, p, root):
@@ -380,6 +381,15 @@ def _locked(folder: Path):
 
 MODEL_FILES = ("backbone.pt", "backbone.json", "history.json", "zoo.json")   # what training leaves besides its resume checkpoint
 SNAPSHOTS = SNAPSHOT_DIR   # the folder (a sealed entry of its own) of the encoders kept along training
+# How many zoo models this machine trains at once (`launch.train_in_parallel` sets it for its workers; unset: 1). The
+# model's record keeps it, so that a run's cost counts a model trained beside others by its share of the machine.
+TRAINED_ALONGSIDE_ENV = "INVARIANCES_TRAINED_ALONGSIDE"
+
+def trained_alongside() -> int:
+    "`$INVARIANCES_TRAINED_ALONGSIDE`, checked: a whole number >= 1 (1 when unset or empty)."
+    raw = os.environ.get(TRAINED_ALONGSIDE_ENV, "").strip() or "1"
+    if not raw.isdigit() or int(raw) < 1: raise ValueError(f"{TRAINED_ALONGSIDE_ENV}={raw!r} must be a whole number >= 1")
+    return int(raw)
 
 def _label(name: str, p: Profile, seed: int) -> str: return f"zoo model {name!r} (profile {p.name}, seed {seed})"
 
@@ -459,7 +469,8 @@ def _train(folder: Path, name: str, p: Profile, seed: int, root, runtime, progre
 
 def _finish(folder: Path, name: str, p: Profile, seed: int, data_notes: list[str] = ()):
     "Write the model's record (with what its training data skipped: `warn_data` notes) and seal its files."
-    write_json(folder / "zoo.json", {"name": name, "profile": asdict(p), "seed": seed, "key": folder.name, "data_notes": list(data_notes)})
+    write_json(folder / "zoo.json", {"name": name, "profile": asdict(p), "seed": seed, "key": folder.name, "data_notes": list(data_notes),
+                                     "trained_alongside": trained_alongside()})
     _seal(folder, name, p, seed)
     if (folder / SNAPSHOTS).is_dir(): _seal_snapshots(folder, name, p, seed, same_as_model=True)
 
@@ -505,8 +516,10 @@ def weights_digest(name: str, profile: str | Profile = "cpu", seed: int = 0, roo
 def training_record(name: str, profile: str | Profile = "cpu", seed: int = 0, root=None, window: int = 50) -> dict | None:
     """What training measured for the cached model, from its sidecar and history (verified by digest); None if it is
     not trained, or (with a `CacheWarning`) if those files are damaged: `get` retrains it.
-    `train_seconds` is summed over resumed sessions; loss and accuracy (the method's own: contrastive or class) are
-    means over the first and last `window` steps, and `peak_acc` is the best such mean, to show how training went."""
+    `train_seconds` is summed over resumed sessions; `trained_alongside`, how many models the machine trained at once
+    (`TRAINED_ALONGSIDE_ENV`; 1 for a model sealed before it was kept); loss and accuracy (the method's own: contrastive
+    or class) are means over the first and last `window` steps, and `peak_acc` is the best such mean, to show how
+    training went."""
     p = get_profile(profile)
     folder = model_dir(name, p, seed, root, create=False)
     try:
@@ -514,9 +527,10 @@ def training_record(name: str, profile: str | Profile = "cpu", seed: int = 0, ro
         if not (folder / "backbone.json").is_file(): return None
         side = json.loads((folder / "backbone.json").read_text())
         history = json.loads((folder / "history.json").read_text()) if (folder / "history.json").is_file() else []
+        made = json.loads((folder / "zoo.json").read_text()) if (folder / "zoo.json").is_file() else {}
     except (CacheError, ValueError) as e:
         warn_damaged(_label(name, p, seed), folder, e, "zoo.get retrains it"); return None
-    record = {"train_seconds": float(side.get("train_seconds") or 0.0)}
+    record = {"train_seconds": float(side.get("train_seconds") or 0.0), "trained_alongside": int(made.get("trained_alongside") or 1)}
     record["steps"] = len(history)
     if history:
         loss, acc = np.array([h["loss"] for h in history]), np.array([h.get("acc", np.nan) for h in history])

@@ -62,9 +62,13 @@ class Experiment:
             # `zoo.weights_of`), at another budget another model: cost_by_paper counts each once
             weights = zoo.instance(zoo.weights_of(name, self.profile), seed, self.seed)
             cost_name = weights if self.profile.budget == 1 else f"{weights} ({self.profile.budget:g}x budget)"
-            self.train_s[cost_name] = self.records[key].get("train_seconds", 0.0)
+            # its share of the machine's time: a model trained beside others (`launch.train_in_parallel`, N at once on
+            # the machine's cores) took 1/N of its training's wall time from the batch
+            seconds, alongside = self.records[key].get("train_seconds", 0.0), self.records[key].get("trained_alongside", 1)
+            self.train_s[cost_name] = seconds / alongside
             if not cached: self.train_s_in_run[cost_name] = self.train_s[cost_name]
-            print(f"{key:18s} trained in {self.train_s[cost_name] / 60:.1f} min{' (cached)' if cached else ''}")
+            print(f"{key:18s} trained in {seconds / 60:.1f} min" + (f", {alongside} models at once" if alongside > 1 else "")
+                  + (" (cached)" if cached else ""))
         references = {}
         if health:
             for key, (name, seed) in wanted.items(): self.health[key] = model_health(name, self.profile, seed, self.data_root, self.runtime)
