@@ -94,8 +94,8 @@ def main(argv: list[str] | None = None) -> int:
             executor = make_executor(a.launcher, out / "jobs", a.partition, a.gpus_per_node, a.nodes, a.time_min)
             train_zoo_models(chosen, executor, a.processes_per_node or max(1, a.gpus_per_node), a.nodes)
         results = run_batch(batch, only, a.force, a.out, root, timeout=a.timeout)
-        text = build_report(batch.name, root, out / "REPORT.md", runs_dir=out)
-        if a.report: build_report(batch.name, root, Path(a.report), runs_dir=out)   # its figures are copied beside it
+        text = build_report(str(batch.path), root, out / "REPORT.md", runs_dir=out)   # the path: a batch file outside repro/batches too
+        if a.report: build_report(str(batch.path), root, Path(a.report), runs_dir=out)   # its figures are copied beside it
     except (FileNotFoundError, ValueError, RuntimeError) as e:   # DryRunError included
         print(f"invariances-repro: error: {e}", file=sys.stderr); return 2
     print("\n" + summary_markdown(batch, results))

@@ -5,7 +5,7 @@
 # %% ../nbs/84_launch.ipynb #2b9b999b
 from __future__ import annotations
 
-import argparse, contextlib, dataclasses, json, math, os, shutil, subprocess, sys, tempfile, time, zlib
+import argparse, contextlib, dataclasses, json, math, os, shutil, subprocess, sys, tempfile, threading, time, zlib
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -210,19 +210,31 @@ def train_in_parallel(batch: str | Batch | Sequence[ZooModel], workers: int = 2,
     env = os.environ | process_env() | {"OMP_NUM_THREADS": str(threads), zoo.TRAINED_ALONGSIDE_ENV: str(at_once)}
     echo(f"training {len(jobs)} zoo model(s), {at_once} at once with {threads} thread(s) each; logs in {log_dir}")
 
+    running, stopping = {}, threading.Event()   # the workers' processes, to stop them if this one is interrupted
     def train_one(m: ZooModel):
         log = log_dir / f"{m.name}-{get_profile(m.profile).name}-s{m.seed}.log"
         started = time.perf_counter()
-        with open(log, "w") as out: code = subprocess.run(_train_command(m), env=env, stdout=out, stderr=subprocess.STDOUT).returncode
+        with open(log, "w") as out:
+            if stopping.is_set(): return m, None, 0.0, log
+            running[m] = proc = subprocess.Popen(_train_command(m), env=env, stdout=out, stderr=subprocess.STDOUT)
+            if stopping.is_set(): proc.terminate()
+            try: code = proc.wait()
+            finally: running.pop(m, None)
         return m, code, time.perf_counter() - started, log
 
     failed, started = [], time.perf_counter()
-    with ThreadPoolExecutor(at_once, thread_name_prefix="invariances-train") as pool:
+    pool = ThreadPoolExecutor(at_once, thread_name_prefix="invariances-train")
+    try:
         for done in as_completed([pool.submit(train_one, m) for m in jobs]):
             m, code, seconds, log = done.result()
             if code == 0: echo(f"{m}: trained in {seconds / 60:.1f} min"); continue
             lines = [l for l in log.read_text(errors="replace").splitlines() if l.strip()]
             failed.append(f"{m}: its process exited with status {code}: {(lines or ['(no output)'])[-1][:300]}; its log: {log}")
+    except BaseException:   # interrupted (Ctrl-C): no worker trains on unseen; each keeps its last checkpoint, resumed next time
+        stopping.set()
+        for proc in list(running.values()): proc.terminate()
+        raise
+    finally: pool.shutdown(wait=True, cancel_futures=True)
     echo(f"{len(jobs) - len(failed)} of {len(jobs)} zoo model(s) trained in {(time.perf_counter() - started) / 60:.1f} min")
     for f in failed: echo(f"not trained: {f}")
     return [m for m in todo if zoo.is_cached(m.name, m.profile, m.seed, m.data_root)]

@@ -110,3 +110,20 @@ def test_a_preempted_job_is_requeued_and_resumes_to_the_same_weights(tmp_path, s
     a = torch.load(whole / "checkpoint.pt", weights_only=True)["method"]
     b = torch.load(folder / "checkpoint.pt", weights_only=True)["method"]
     for k in a: assert torch.equal(a[k], b[k]), k                  # resumed exactly: bit-identical weights
+
+
+@pytest.mark.slow
+def test_train_workers_train_the_models_first_and_the_cost_counts_their_share(tmp_path, scratch_cache, monkeypatch):
+    "`invariances-repro <batch> --train-workers 2`: the batch's models trained two at once before its run, which only loads them."
+    from invariances.cli import main
+    monkeypatch.delenv("OMP_NUM_THREADS")                     # the pool sets each worker's own
+    batch = _batch(tmp_path, {"table2": ("ericsson_table2.ipynb", {"models": ["random", "moco-default", "moco-spatial"],
+                                                                   "replicates": {}})}, profile="smoke")
+    out = tmp_path / "runs"
+    assert main([str(batch.path), "--train-workers", "2", "--out", str(out)]) == 0
+    for name in ("moco-default", "moco-spatial"):
+        assert zoo.training_record(name, "smoke")["trained_alongside"] == 2
+        assert (out / "train-logs" / f"{name}-smoke-s0.log").is_file()
+    cost = json.loads((out / "table2" / "cost.json").read_text())
+    assert cost["train_s_in_run"] == {}                          # nothing trained in the run's kernel
+    assert cost["train_s"]["moco-default"] == pytest.approx(zoo.training_record("moco-default", "smoke")["train_seconds"] / 2)
