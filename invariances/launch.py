@@ -198,9 +198,10 @@ def train_in_parallel(batch: str | Batch | Sequence[ZooModel], workers: int = 2,
     threads = threads or max(1, cores // workers)
     models = batch_models(batch) if isinstance(batch, (str, Batch)) else list(batch)
     todo = [m for m in models if not zoo.is_cached(m.name, m.profile, m.seed, m.data_root)]
+    trains = lambda m: get_method(zoo.get_model(m.name).method).trains
     for m in todo:
-        if not relative_cost(m): zoo.get(m.name, m.profile, m.seed, m.data_root, progress=False)   # nothing to fit
-    jobs = sorted((m for m in todo if relative_cost(m)), key=relative_cost, reverse=True)
+        if not trains(m): zoo.get(m.name, m.profile, m.seed, m.data_root, progress=False)   # nothing to fit: written here
+    jobs = sorted(filter(trains, todo), key=relative_cost, reverse=True)
     if not jobs: return todo
     log_dir = Path(log_dir) if log_dir else Path(tempfile.mkdtemp(prefix="invariances-train-"))
     log_dir.mkdir(parents=True, exist_ok=True)

@@ -459,6 +459,7 @@ def training_estimate(name: str, profile: str | Profile = "cpu", root=None) -> f
     return float(np.median(rates)) * steps / 60 if rates else None
 
 def _train(folder: Path, name: str, p: Profile, seed: int, root, runtime, progress) -> Encoder:
+    trained_alongside()   # its record says it when sealed: a malformed value is refused before training, not after
     cfg, m = model_config(name, p, seed), get_model(name)
     if get_method(m.method).trains:   # `get` may take minutes: say so before it starts
         est = training_estimate(name, p, root)
