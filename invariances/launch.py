@@ -16,7 +16,7 @@ import numpy as np, torch
 from . import zoo
 from .runtime import Runtime, cpu_bf16_native, process_env
 from .repro import RunSpec, Batch, execute_run, load_batch, parameter_errors, run_settings
-from .profiles import PROFILES, Profile, get_profile
+from .profiles import PROFILES, Profile, get_profile, with_budget
 from .train.loop import CHECKPOINT, CHECKPOINT_MANIFEST
 from .train.methods import get_method
 from .runs import MODEL_PARAMETERS
@@ -33,7 +33,7 @@ __all__ = ['FORWARDED_ENV', 'FIGURE_TRANSFORMS', 'DRY_SIZES', 'DRY_STEPS', 'ZooM
 class ZooModel:
     "One zoo model a batch needs: `zoo.get(name, profile, seed, data_root)`."
     name: str
-    profile: str
+    profile: str | Profile       # a profile's name, or the profile itself at another budget (a `cpu-long` run's)
     seed: int = 0
     data_root: str | None = None
 
@@ -48,8 +48,10 @@ def zoo_models(run: RunSpec) -> list[ZooModel]:
     if not names: return []
     unknown = [n for n in names if n not in zoo.MODELS]
     if unknown: raise ValueError(f"run {run.name!r}: unknown zoo model(s) {unknown}; the zoo has {list(zoo.MODELS)}")
-    try: profile = get_profile(s.get("profile")).name
+    try: p = get_profile(s.get("profile"))
     except ValueError as e: raise ValueError(f"run {run.name!r}: {e}") from None
+    budget = float(s.get("budget") or 1)    # a run training every model longer asks for other models (`with_budget`)
+    profile = p.name if budget == p.budget else with_budget(p, budget)
     root, seed = s.get("data_root"), int(s.get("seed") or 0)
     root = str(root) if root else None
     try: parts = [part for f in (s.get("fusions") or []) for part in zoo.fusion_parts(f, profile, seed)]
