@@ -16,6 +16,7 @@ import argparse, os, subprocess, sys, tempfile, time
 from pathlib import Path
 
 from invariances import zoo
+from invariances.core import usable_cores
 from invariances.launch import ZooModel, _train_command, relative_cost, train_in_parallel
 from invariances.profiles import with_budget
 from invariances.runtime import Runtime, process_env
@@ -36,7 +37,7 @@ def main():
     ap.add_argument("--profile", default="cpu"); ap.add_argument("--budget", type=float, default=0.5)
     ap.add_argument("--workers", type=int, default=2)
     a = ap.parse_args()
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    cores = usable_cores()
     p = with_budget(a.profile, a.budget)
     models = [ZooModel(n, p) for n in a.models]
     with tempfile.TemporaryDirectory(prefix="bench-train-pool-") as d:

@@ -26,6 +26,7 @@ EXAMPLES = """examples:
   invariances-repro cpu --report repro/REPORT.md the main job, its report at the tracked path
   invariances-repro cpu --only xiao-table2      one run (its zoo models trained first when not cached)
   invariances-repro cpu --train-workers 2       the batch's zoo models first, two at once (one core each on 2 cores)
+  invariances-repro cpu --run-workers 2         then its notebooks two at once too
   invariances-repro cpu --list                  the runs, their state here and their parameters
   invariances-repro gpu --dry-run               one step of every model and run at paper shape, on the CPU
   invariances-repro gpu --launcher slurm --partition P --gpus-per-node 8   train on a cluster, then run
@@ -72,6 +73,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--train-workers", type=int, default=1, metavar="N",
                     help="train the batch's zoo models first on this machine, N at once with the cores divided among them "
                          "(default 1: each run trains what it needs in its own kernel)")
+    ap.add_argument("--run-workers", type=int, default=1, metavar="N",
+                    help="execute the batch's notebooks N at once, each in a process of its own with the cores divided among "
+                         "them; the zoo models are trained first (--train-workers, at least one at a time)")
     a = ap.parse_args(argv)
     try:
         root = project_root()
@@ -85,15 +89,18 @@ def main(argv: list[str] | None = None) -> int:
             seconds = dry_run(batch, only)
             print(f"dry run of batch {batch.name!r}: {len(seconds)} run(s) passed in {sum(seconds.values()):.0f} s"); return 0
         if a.train_workers < 1: raise ValueError(f"--train-workers must be at least 1, got {a.train_workers}")
+        if a.run_workers < 1: raise ValueError(f"--run-workers must be at least 1, got {a.run_workers}")
         if a.train_workers > 1 and a.launcher != "none":
             raise ValueError(f"--train-workers {a.train_workers} trains here, --launcher {a.launcher} in jobs: choose one")
         out = Path(a.out or root / "repro" / "runs" / batch.name)
         chosen = dataclasses.replace(batch, runs=[r for r in batch.runs if not only or r.name in only])   # their models first
-        if a.train_workers > 1: train_in_parallel(chosen, a.train_workers, log_dir=out / "train-logs")
+        # notebooks side by side should not each train a model in its kernel: the models are trained first
+        if a.launcher == "none" and (a.train_workers > 1 or a.run_workers > 1):
+            train_in_parallel(chosen, a.train_workers, log_dir=out / "train-logs")
         if a.launcher != "none":
             executor = make_executor(a.launcher, out / "jobs", a.partition, a.gpus_per_node, a.nodes, a.time_min)
             train_zoo_models(chosen, executor, a.processes_per_node or max(1, a.gpus_per_node), a.nodes)
-        results = run_batch(batch, only, a.force, a.out, root, timeout=a.timeout)
+        results = run_batch(batch, only, a.force, a.out, root, timeout=a.timeout, workers=a.run_workers)
         text = build_report(str(batch.path), root, out / "REPORT.md", runs_dir=out)   # the path: a batch file outside repro/batches too
         if a.report: build_report(str(batch.path), root, Path(a.report), runs_dir=out)   # its figures are copied beside it
     except (FileNotFoundError, ValueError, RuntimeError) as e:   # DryRunError included

@@ -5,9 +5,9 @@
 # %% ../nbs/00_core.ipynb #437fd9fb
 from __future__ import annotations
 
-import contextlib, datetime, fnmatch, hashlib, json, math, os, platform, random, resource, subprocess, tempfile
-import threading, time, warnings
-from concurrent.futures import ThreadPoolExecutor, wait
+import contextlib, datetime, fnmatch, hashlib, json, math, os, platform, random, resource, signal, subprocess, sys
+import tempfile, threading, time, warnings
+from concurrent.futures import ThreadPoolExecutor, as_completed, wait
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
@@ -16,10 +16,11 @@ import torch
 
 # %% auto #0
 __all__ = ['IMAGENET_MEAN', 'IMAGENET_STD', 'IMAGENET_SIZE', 'PROGRESS_ENV', 'PROGRESS_EVERY_S', 'RACY_NS', 'BATCH_OUTPUTS',
-           'seed_everything', 'seed_worker', 'run_concurrently', 'to_float_images', 'to_uint8_images', 'data_root',
-           'cache_dir', 'safe_name', 'config_key', 'atomic_path', 'write_bytes', 'write_text', 'write_json',
-           'save_torch', 'report_progress', 'in_ci', 'DataWarning', 'warn_data', 'data_notes', 'recording_data_notes',
-           'file_digest', 'tree_digest', 'git_info', 'package_versions', 'peak_memory_mb', 'provenance']
+           'seed_everything', 'seed_worker', 'run_concurrently', 'usable_cores', 'overlap_shares', 'processes_at_once',
+           'to_float_images', 'to_uint8_images', 'data_root', 'cache_dir', 'safe_name', 'config_key', 'atomic_path',
+           'write_bytes', 'write_text', 'write_json', 'save_torch', 'report_progress', 'in_ci', 'DataWarning',
+           'warn_data', 'data_notes', 'recording_data_notes', 'file_digest', 'tree_digest', 'git_info',
+           'package_versions', 'peak_memory_mb', 'provenance']
 
 # %% ../nbs/00_core.ipynb #25237e79
 def seed_everything(seed: int) -> torch.Generator:
@@ -70,6 +71,63 @@ def run_concurrently(*fns: Callable[[], Any], device: str | torch.device = "cpu"
     finally:
         wait(futures)  # even when a branch failed, none is left running with the reduced thread count
         torch.set_num_threads(threads)
+
+# %% ../nbs/00_core.ipynb #08e13e3c
+def usable_cores() -> int:
+    "The CPU cores this process may run on: its affinity mask where the OS keeps one (a `taskset` or Slurm limit), else the machine's count."
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+def overlap_shares(intervals: Sequence[tuple[float, float]]) -> list[float]:
+    """Each `(start, end)` interval's share of the machine: the integral over it of 1 / (the number of intervals
+    running at that moment). An interval alone keeps its length, two side by side throughout count half each, and the
+    shares add up to the length of the intervals' union."""
+    for i, (s, e) in enumerate(intervals):
+        if not e >= s: raise ValueError(f"interval {i} ends before it starts: ({s}, {e})")
+    cuts = sorted({t for iv in intervals for t in iv})
+    shares = [0.0] * len(intervals)
+    for a, b in zip(cuts, cuts[1:]):
+        live = [i for i, (s, e) in enumerate(intervals) if s <= a and b <= e]
+        for i in live: shares[i] += (b - a) / len(live)
+    return shares
+
+def processes_at_once(jobs: Sequence[tuple[Any, Sequence[str], Mapping[str, str], str | os.PathLike]], workers: int,
+                      on_end: Callable[[Any, int | None, float, float], None],
+                      on_start: Callable[[Any, float], None] | None = None, grace_s: float = 30.0) -> None:
+    """Run each job `(key, command, env, log)` in a process of its own, at most `workers` at once, in the order given,
+    its output and errors in the file `log`; call `on_start(key, started)` (from a worker thread) as each starts and
+    `on_end(key, returncode, started, ended)` (`time.time()`; on the calling thread) as each ends; return when all
+    have ended. Interrupted (Ctrl-C), or when `on_end` raises: no further job starts, each running process is sent
+    SIGINT and killed if it has not ended `grace_s` later, and the exception goes on."""
+    if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
+        raise ValueError(f"workers must be a whole number >= 1, got {workers!r}")
+    running, stopping = {}, threading.Event()
+    def one(i, key, cmd, env, log):
+        with open(log, "w") as out:
+            started = time.time()
+            if stopping.is_set(): return key, None, started, started
+            # a session of its own: a terminal's Ctrl-C reaches this process only, which passes it on once (below)
+            running[i] = proc = subprocess.Popen(list(cmd), env=dict(env), stdout=out, stderr=subprocess.STDOUT,
+                                                 start_new_session=True)
+            if stopping.is_set(): proc.send_signal(signal.SIGINT)
+            if on_start is not None: on_start(key, started)
+            try: code = proc.wait()
+            finally: running.pop(i, None)
+        return key, code, started, time.time()
+    pool = ThreadPoolExecutor(max(1, min(workers, len(jobs))), thread_name_prefix="invariances-process")
+    futures = [pool.submit(one, i, *job) for i, job in enumerate(jobs)]
+    try:
+        for done in as_completed(futures): on_end(*done.result())
+    finally:   # normally nothing is left running here; interrupted, the running processes are stopped and reaped
+        stopping.set()
+        for f in futures: f.cancel()
+        procs = list(running.values())
+        for proc in procs: proc.send_signal(signal.SIGINT)
+        until = time.time() + grace_s
+        for proc in procs:
+            try: proc.wait(max(0.0, until - time.time()))
+            except subprocess.TimeoutExpired: proc.kill()
+        pool.shutdown(wait=True, cancel_futures=True)
+
 
 # %% ../nbs/00_core.ipynb #8fb3b604
 IMAGENET_MEAN = (0.485, 0.456, 0.406)  # the normalisation every ImageNet-trained backbone expects

@@ -5,8 +5,7 @@
 # %% ../nbs/84_launch.ipynb #2b9b999b
 from __future__ import annotations
 
-import argparse, contextlib, dataclasses, json, math, os, shutil, subprocess, sys, tempfile, threading, time, zlib
-from concurrent.futures import ThreadPoolExecutor, as_completed
+import argparse, contextlib, dataclasses, json, math, os, shutil, subprocess, sys, tempfile, time, zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -14,6 +13,7 @@ from typing import Sequence
 import numpy as np, torch
 
 from . import zoo
+from .core import processes_at_once, usable_cores
 from .runtime import Runtime, cpu_bf16_native, process_env
 from .repro import RunSpec, Batch, execute_run, load_batch, parameter_errors, run_settings
 from .profiles import PROFILES, Profile, get_profile, with_budget
@@ -196,8 +196,7 @@ def train_in_parallel(batch: str | Batch | Sequence[ZooModel], workers: int = 2,
     its log (under `log_dir`, default a new temporary folder) and the others go on."""
     if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
         raise ValueError(f"train workers must be a whole number >= 1, got {workers!r}")
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    threads = threads or max(1, cores // workers)
+    threads = threads or max(1, usable_cores() // workers)
     models = batch_models(batch) if isinstance(batch, (str, Batch)) else list(batch)
     todo = [m for m in models if not zoo.is_cached(m.name, m.profile, m.seed, m.data_root)]
     trains = lambda m: get_method(zoo.get_model(m.name).method).trains
@@ -213,31 +212,14 @@ def train_in_parallel(batch: str | Batch | Sequence[ZooModel], workers: int = 2,
     env = os.environ | process_env() | {"OMP_NUM_THREADS": str(threads), zoo.TRAINED_ALONGSIDE_ENV: str(at_once)}
     echo(f"training {len(jobs)} zoo model(s), {at_once} at once with {threads} thread(s) each; logs in {log_dir}")
 
-    running, stopping = {}, threading.Event()   # the workers' processes, to stop them if this one is interrupted
-    def train_one(m: ZooModel):
-        log = log_dir / f"{m.name}-{get_profile(m.profile).name}-s{m.seed}.log"
-        started = time.perf_counter()
-        with open(log, "w") as out:
-            if stopping.is_set(): return m, None, 0.0, log
-            running[m] = proc = subprocess.Popen(_train_command(m), env=env, stdout=out, stderr=subprocess.STDOUT)
-            if stopping.is_set(): proc.terminate()
-            try: code = proc.wait()
-            finally: running.pop(m, None)
-        return m, code, time.perf_counter() - started, log
-
+    logs = {m: log_dir / f"{m.name}-{get_profile(m.profile).name}-s{m.seed}.log" for m in jobs}
     failed, started = [], time.perf_counter()
-    pool = ThreadPoolExecutor(at_once, thread_name_prefix="invariances-train")
-    try:
-        for done in as_completed([pool.submit(train_one, m) for m in jobs]):
-            m, code, seconds, log = done.result()
-            if code == 0: echo(f"{m}: trained in {seconds / 60:.1f} min"); continue
-            lines = [l for l in log.read_text(errors="replace").splitlines() if l.strip()]
-            failed.append(f"{m}: its process exited with status {code}: {(lines or ['(no output)'])[-1][:300]}; its log: {log}")
-    except BaseException:   # interrupted (Ctrl-C): no worker trains on unseen; each keeps its last checkpoint, resumed next time
-        stopping.set()
-        for proc in list(running.values()): proc.terminate()
-        raise
-    finally: pool.shutdown(wait=True, cancel_futures=True)
+    def ended(m, code, t0, t1):
+        if code == 0: echo(f"{m}: trained in {(t1 - t0) / 60:.1f} min"); return
+        lines = [l for l in logs[m].read_text(errors="replace").splitlines() if l.strip()]
+        failed.append(f"{m}: its process exited with status {code}: {(lines or ['(no output)'])[-1][:300]}; its log: {logs[m]}")
+    # interrupted (Ctrl-C): no worker trains on unseen; each keeps its last checkpoint, resumed next time
+    processes_at_once([(m, _train_command(m), env, logs[m]) for m in jobs], at_once, on_end=ended)
     echo(f"{len(jobs) - len(failed)} of {len(jobs)} zoo model(s) trained in {(time.perf_counter() - started) / 60:.1f} min")
     for f in failed: echo(f"not trained: {f}")
     return [m for m in todo if zoo.is_cached(m.name, m.profile, m.seed, m.data_root)]

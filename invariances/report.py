@@ -755,9 +755,14 @@ def build_report(batch: str, root: str | os.PathLike | None = None, out: str | o
         runner = prov.get("runner", {})
         if prov: provs[r.name] = prov
         if runner.get("wall_s") is not None: wall_min[r.name] = runner["wall_s"] / 60
-        trained_here += sum(cost.get("train_s_in_run", {}).values()) / 60  # already part of this run's wall time
-        if r.name in wall_min: cost_runs.append({"run": r.name, "wall_min": wall_min[r.name], "train_s": cost.get("train_s", {}),
-                                                 "train_s_in_run": cost.get("train_s_in_run", {}), "variant_of": r.variant_of})
+        # a run executed beside others (`run_batch(workers=...)`) costs its share of the machine, whatever it did
+        beside = runner.get("share_s") is not None and bool(runner.get("process_s"))
+        part = runner["share_s"] / runner["process_s"] if beside else 1.0
+        in_run = {m: t * part for m, t in cost.get("train_s_in_run", {}).items()}
+        trained_here += sum(in_run.values()) / 60  # already part of this run's wall time
+        if r.name in wall_min: cost_runs.append({"run": r.name, "wall_min": runner["share_s"] / 60 if beside else wall_min[r.name],
+                                                 "train_s": cost.get("train_s", {}), "train_s_in_run": in_run,
+                                                 "variant_of": r.variant_of, "beside_others": beside})
         git = runner.get("git") or {}
         rows.append({"run": r.name, "notebook": r.notebook.name, "status": s.status,
                      "wall time (min)": round(wall_min[r.name], 1) if r.name in wall_min else np.nan,
@@ -769,16 +774,19 @@ def build_report(batch: str, root: str | os.PathLike | None = None, out: str | o
     runs = pd.DataFrame(rows)
     has_status = (runs_dir / "status.json").is_file()
     wall = np.nansum(runs["wall time (min)"].astype(float))
+    shared, beside = sum(c["wall_min"] for c in cost_runs), sum(c["beside_others"] for c in cost_runs)
     first_use = {}                      # a zoo model several runs use is trained once: counted at its first use
     for c in cost_runs: first_use.update({m: s for m, s in c["train_s"].items() if m not in first_use})
     train = sum(first_use.values()) / 60
     invocation = np.nansum(runs["this invocation (min)"].astype(float))
     cost_lines = ["## Runs and their cost", "", table_markdown(runs, ".1f"),
-                  f"Wall time of the runs shown: {wall:.1f} min when they were computed, {trained_here:.1f} of them training "
+                  f"Wall time of the runs shown: {wall:.1f} min when they were computed" +
+                  (f" ({shared:.1f} min as their share of the machine: {beside} of them ran beside others)" if beside else "") +
+                  f", {trained_here:.1f} of them training "
                   f"zoo models. Training all the zoo models they use took {train:.1f} min when they were trained (each model "
                   f"counted once: a model trained by an earlier run of the same configuration is loaded from the cache; one trained beside "
                   f"others by its share of the machine), so the batch from scratch "
-                  f"costs about {wall - trained_here + train:.0f} min." +
+                  f"costs about {shared - trained_here + train:.0f} min." +
                   (f" This invocation spent {invocation:.1f} min (`status.json`)." if has_status else ""), ""]
     by_paper, budget = cost_by_paper(cost_runs, board), BUDGET_MINUTES.get(b.name)
     if not by_paper.empty:   # each paper's share of the batch from scratch, and the budget it must stay within

@@ -14,17 +14,18 @@ from typing import Callable, Mapping, TextIO
 import nbformat
 import yaml
 
-from .core import PROGRESS_ENV, data_root, git_info, in_ci, tree_digest, write_json, write_text
+from .core import (PROGRESS_ENV, data_root, git_info, in_ci, overlap_shares, processes_at_once, tree_digest,
+                              usable_cores, write_json, write_text)
 from .runs import MODEL_PARAMETERS, table_markdown
 from .runtime import process_env
 
 # %% auto #0
-__all__ = ['RUN_KEYS', 'BATCH_MODELS', 'PROGRESS_FILE', 'PROGRESS_POLL_S', 'PLAIN_EVERY_S', 'STATUS', 'project_root',
+__all__ = ['RUN_KEYS', 'BATCH_MODELS', 'PROGRESS_FILE', 'PROGRESS_POLL_S', 'PLAIN_EVERY_S', 'STATUS', 'RUN_LOGS', 'project_root',
            'library_digest', 'RunSpec', 'Batch', 'load_batch', 'declared_parameters', 'declared_type', 'type_allows',
            'check_parameters', 'parameter_errors', 'run_settings', 'data_digests', 'missing_data', 'run_key',
            'stale_data', 'RunResult', 'failed_folder', 'remove_folder', 'replace_folder', 'clean_leftovers',
            'progress_text', 'LiveLine', 'live_line', 'watch_progress', 'execute_run', 'read_status', 'summary_markdown',
-           'run_batch']
+           'run_batch', 'execute_at_once', 'main']
 
 # %% ../nbs/80_repro.ipynb #a9b9468f
 def project_root(start: str | os.PathLike | None = None) -> Path:
@@ -448,11 +449,15 @@ def summary_markdown(batch: Batch, results: list[RunResult]) -> str:
 
 def run_batch(batch: str | Batch, only: list[str] | None = None, force: bool = False, out: Path | None = None,
               root: Path | None = None, kernel_name: str | None = "python3", timeout: int | None = None,
-              echo=print, progress: bool | TextIO | None = True) -> list[RunResult]:
+              echo=print, progress: bool | TextIO | None = True, workers: int = 1) -> list[RunResult]:
     """Check every run, then run (or skip, when unchanged) each; keep `status.json` and `SUMMARY.md`; return the results.
     `echo` prints one line per run; `progress` shows what a running notebook reports as one live line (`live_line`:
-    `True` on standard output, quiet under `CI=true`; or a stream; or `False`)."""
-    live = live_line(progress)
+    `True` on standard output, quiet under `CI=true`; or a stream; or `False`). `workers` > 1: the runs to execute
+    go that many at once, each in a process of its own with the cores divided among them (`execute_at_once`; no live
+    line), and each one's `seconds` is its share of the machine."""
+    if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
+        raise ValueError(f"run workers must be a whole number >= 1, got {workers!r}")
+    live = live_line(progress) if workers == 1 else None
     root = root or project_root()
     batch = batch if isinstance(batch, Batch) else load_batch(batch, root)
     runs = batch.runs
@@ -479,7 +484,7 @@ def run_batch(batch: str | Batch, only: list[str] | None = None, force: bool = F
             write_json(out / STATUS, status)
             raise ValueError(f"batch {batch.path} refused, nothing ran:\n  " + "\n  ".join(refused.values()))
         no_data = {r.name: m for r in runs if (m := missing_data(r))}
-        lib = library_digest()
+        lib, queued = library_digest(), []
         for i, run in enumerate(runs, 1):
             tag = f"[{i}/{len(runs)}] {run.name}"
             if run.name in no_data:
@@ -496,6 +501,8 @@ def run_batch(batch: str | Batch, only: list[str] | None = None, force: bool = F
                 r = RunResult(run.name, "skipped", d.get("seconds", 0.0), d.get("artifacts", []), "unchanged inputs", key, run_dir)
                 remove_folder(failed_folder(run_dir))   # the complete result is current; an older failure is moot
                 echo(f"{tag}: unchanged, skipped")
+            elif workers > 1:
+                queued.append((tag, run, key, data, run_dir)); continue
             else:
                 echo(f"{tag}: running {run.notebook.name} {json.dumps(run.parameters)}")
                 show = None if live is None else lambda state, tag=tag: live.show(f"{tag} · {progress_text(state)}")
@@ -505,9 +512,76 @@ def run_batch(batch: str | Batch, only: list[str] | None = None, force: bool = F
                 echo(f"{tag}: {r.status} in {r.seconds:.1f} s" + (f": {r.message}; its files: {r.folder}" if r.message else ""))
             spent = 0.0 if r.status == "skipped" else r.seconds   # status.json: the time this invocation spent
             results.append(r); record(run.name, _entry(r.status, r.key, r.message, spent, r.folder))
+        def executed(r: RunResult): results.append(r); record(r.name, _entry(r.status, r.key, r.message, r.seconds, r.folder))
+        execute_at_once(queued, workers, batch, root, out, executed, kernel_name, timeout, echo)
+        order = [r.name for r in runs]; results.sort(key=lambda r: order.index(r.name))   # the batch's order, however they ended
         write_json(out / STATUS, status)
     finally:
         if results:
             write_text(out / "SUMMARY.md", summary_markdown(batch, results))
         fcntl.flock(lock, fcntl.LOCK_UN); lock.close()
     return results
+
+# %% ../nbs/80_repro.ipynb #02d96164
+RUN_LOGS = "run-logs"   # in the batch folder: the output of each run's process when runs execute several at once
+
+def execute_at_once(jobs: list[tuple], workers: int, batch: Batch, root: Path, out: Path,
+                    on_result: Callable[[RunResult], None], kernel_name: str | None = "python3", timeout: int | None = None,
+                    echo=print) -> None:
+    """Execute `jobs` (`(tag, run, key, data, run_dir)`, as `run_batch` queues them) `workers` at once, each by
+    `execute_run` in a process of its own (`main`, below); pass each one's `RunResult` to `on_result` as it ends, its
+    `seconds` its share of the machine (also written as `share_s` into its provenance)."""
+    if not jobs: return
+    logs = out / RUN_LOGS; logs.mkdir(parents=True, exist_ok=True)
+    threads = max(1, usable_cores() // workers)
+    env = os.environ | {"OMP_NUM_THREADS": str(threads)}
+    echo(f"executing {len(jobs)} run(s), {min(workers, len(jobs))} at once with {threads} thread(s) each; their processes' output in {logs}")
+    commands, tags = [], {}
+    for tag, run, key, data, run_dir in jobs:
+        spec = {"batch": str(batch.path), "root": str(root), "run": run.name, "run_dir": str(run_dir), "key": key,
+                "data": data, "kernel_name": kernel_name, "timeout": timeout, "result": str(logs / f"{run.name}.result.json")}
+        write_json(logs / f"{run.name}.json", spec); (logs / f"{run.name}.result.json").unlink(missing_ok=True)
+        commands.append((run.name, [sys.executable, "-m", "invariances.repro", "execute", str(logs / f"{run.name}.json")],
+                         env, logs / f"{run.name}.log"))
+        tags[run.name] = tag
+    started, ended = {}, {}
+    def on_start(name, t): started[name] = t; echo(f"{tags[name]}: running")
+    def on_end(name, code, t0, t1):
+        ended[name] = t1
+        # who ran beside it, up to its end (a snapshot: the worker threads add the processes they start)
+        spans = {n: (s, ended.get(n, t1)) for n, s in list(started.items()) if s < t1} | {name: (t0, t1)}
+        share = overlap_shares(list(spans.values()))[list(spans).index(name)]
+        result_file = logs / f"{name}.result.json"
+        if code == 0 and result_file.is_file():
+            d = json.loads(result_file.read_text())
+            r = RunResult(**{**d, "folder": Path(d["folder"]) if d.get("folder") else None})
+        else:   # the process itself failed (killed, out of memory): nothing of the run was swapped in
+            lines = [l for l in (logs / f"{name}.log").read_text(errors="replace").splitlines() if l.strip()]
+            r = RunResult(name, "failed", t1 - t0, [], f"its process exited with status {code}: "
+                          f"{(lines or ['(no output)'])[-1][:300]}; its log: {logs / f'{name}.log'}", None, None)
+        wall, r.seconds = r.seconds, share
+        prov = r.folder / "provenance.json" if r.folder else None
+        if prov is not None and prov.is_file():   # beside the notebook's wall time, its process's and its share of that
+            p = json.loads(prov.read_text())
+            p.setdefault("runner", {}).update(process_s=round(t1 - t0, 2), share_s=round(share, 2)); write_json(prov, p)
+        echo(f"{tags[name]}: {r.status} in {wall:.1f} s (its process {t1 - t0:.1f} s, its share of the machine {share:.1f} s)"
+             + (f": {r.message}; its files: {r.folder}" if r.message else ""))
+        on_result(r)
+    processes_at_once(commands, workers, on_end, on_start)
+
+def main(argv: list[str] | None = None) -> int:
+    "`python -m invariances.repro execute SPEC`: one run of a batch by `execute_run`, as `execute_at_once` asks; its `RunResult` to the spec's `result` file."
+    import argparse, dataclasses
+    ap = argparse.ArgumentParser(prog="python -m invariances.repro", description=main.__doc__)
+    sub = ap.add_subparsers(dest="command", required=True)
+    sub.add_parser("execute", help="execute one run described by a JSON spec").add_argument("spec")
+    spec = json.loads(Path(ap.parse_args(argv).spec).read_text())
+    batch = load_batch(spec["batch"], Path(spec["root"]))
+    run = next((r for r in batch.runs if r.name == spec["run"]), None)
+    if run is None: raise SystemExit(f"{spec['batch']}: no run named {spec['run']!r}")
+    r = execute_run(run, Path(spec["run_dir"]), spec["key"], spec["data"], spec["kernel_name"], spec["timeout"])
+    write_json(spec["result"], dataclasses.asdict(r) | {"folder": str(r.folder) if r.folder else None})
+    return 0
+
+if __name__ == "__main__" and "__file__" in globals(): sys.exit(main())   # `python -m invariances.repro`; not in a notebook
+

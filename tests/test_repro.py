@@ -101,6 +101,34 @@ def test_kernels_get_the_process_settings(project, monkeypatch):
     assert json.loads((out(project, "b", "env") / "out.json").read_text()) == {"OMP_WAIT_POLICY": "ACTIVE", "THP_MEM_ALLOC_ENABLE": "1"}
 
 
+def test_run_workers_execute_side_by_side_and_count_their_share(project):
+    """--run-workers 2: the runs execute two at once, each in a process of its own; one that fails is named and the
+    others go on; each one's `seconds` in status.json (and `share_s` in its provenance) is its share of the machine,
+    so two that ran side by side count about half their wall time each, and the shares add up to no more than the
+    invocation's wall time."""
+    batch(project, "b", [{"name": "s1", "notebook": "slow.ipynb", "parameters": {"wait_s": 8.0}},
+                         {"name": "s2", "notebook": "slow.ipynb", "parameters": {"wait_s": 8.0, "n": 2}},
+                         {"name": "f", "notebook": "fail.ipynb"},
+                         {"name": "ok", "notebook": "ok.ipynb", "parameters": {"n": 7}}])
+    t0 = time.time()
+    assert main(["b", "--run-workers", "2"]) == 1
+    wall = time.time() - t0
+    status = json.loads((project / "repro" / "runs" / "b" / "status.json").read_text())
+    assert {n: s["status"] for n, s in status.items()} == {"s1": "ok", "s2": "ok", "f": "failed", "ok": "ok"}
+    runner = {n: json.loads((out(project, "b", n) / "provenance.json").read_text())["runner"] for n in ("s1", "s2", "ok")}
+    for n in ("s1", "s2"):
+        assert runner[n]["share_s"] < 0.75 * runner[n]["process_s"], runner[n]    # side by side for most of their time
+        assert status[n]["seconds"] == pytest.approx(runner[n]["share_s"], abs=0.01)
+    assert sum(s["seconds"] for s in status.values()) <= wall
+    assert runner["s1"]["process_s"] + runner["s2"]["process_s"] > 1.4 * (runner["s1"]["share_s"] + runner["s2"]["share_s"])
+    assert json.loads((out(project, "b", "ok") / "out.json").read_text()) == {"n": 7}
+    assert "deliberate failure" in (out(project, "b", "f.failed") / "log.txt").read_text()
+    summary = (project / "repro" / "runs" / "b" / "SUMMARY.md").read_text()
+    rows = [l.split("|")[1].strip() for l in summary.splitlines() if l.startswith("| ") and "|---" not in l][1:]
+    assert rows == ["s1", "s2", "f", "ok"]                                  # the batch's order, however they ended
+    assert (project / "repro" / "runs" / "b" / "run-logs" / "s1.log").is_file()
+
+
 LOOKS = ("from invariances.runs import RunDir\nfrom invariances.data.manifests import dataset_available, datasets_looked_up\n"
          "run = RunDir(params={'n': n})\nrun.json({'n': n, 'aloi': dataset_available('aloi')}, 'out')\n"
          "run.finish(data_looked_up=datasets_looked_up())")

@@ -15,7 +15,7 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from ..core import cache_dir, config_key
+from ..core import cache_dir, config_key, usable_cores
 from ..store import CacheError, StaleEntry, begin_entry, check_entry, finish_entry, open_array, warn_damaged
 from ..data.imageset import ImageSet
 from ..features import Features, extract_features
@@ -179,7 +179,7 @@ def svm_map(train_features, train_labels, test_features, test_labels, costs: Seq
         if (t == 1).sum() < folds: raise ValueError(f"class {c} has {(t == 1).sum()} positive train images, fewer than folds={folds}")
         keep = yte[:, c] != -1                                   # difficult test images are not scored
         if not (yte[keep, c] == 1).any(): raise ValueError(f"class {c} has no positive test image: its AP is undefined")
-    jobs = min(C, int(n_jobs) if n_jobs is not None else len(os.sched_getaffinity(0)))
+    jobs = min(C, int(n_jobs) if n_jobs is not None else usable_cores())
     sweeps = [(xtr, t, xte, costs, int(folds), seed) for t in targets]
     if jobs > 1:
         import joblib

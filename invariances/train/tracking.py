@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from ..core import warn_data, write_text
+from ..core import usable_cores, warn_data, write_text
 from ..data.imageset import ImageSet, frame_pairs
 from ..features import extract_maps
 from ..store import CacheError, StaleEntry, begin_entry, check_entry, finish_entry, warn_damaged
@@ -120,16 +120,12 @@ def selective_search(images: np.ndarray, top: int = 300, upscale: int = 1, n_job
     if images.dtype != np.uint8 or images.ndim != 4 or images.shape[-1] != 3:
         raise ValueError(f"selective_search needs uint8 RGB images (N, H, W, 3), got {images.dtype} {images.shape}")
     _ximgproc()                                                   # a missing OpenCV contrib is named here, not in a worker
-    n_jobs = n_jobs or len(_usable_cores())
+    n_jobs = n_jobs or usable_cores()
     if n_jobs < 2 or len(images) < 64: return _search_chunk(images, top, upscale)
     from joblib import Parallel, delayed
     chunks = np.array_split(np.arange(len(images)), 4 * n_jobs)
     parts = Parallel(n_jobs=n_jobs, backend="loky", max_nbytes=None)(delayed(_search_chunk)(images[c], top, upscale) for c in chunks)
     return [b for part in parts for b in part]
-
-def _usable_cores():
-    import os
-    return os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else range(os.cpu_count() or 1)
 
 def _ximgproc():
     try:
