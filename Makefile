@@ -10,6 +10,9 @@ BATCH  ?= cpu
 # (invariances-repro --train-workers; on 2 cores two one-thread trainings beat the same two in turn:
 # bench/bench_train_pool.py); one at a time for the gpu batch, whose models each take the whole accelerator
 TRAIN_WORKERS ?= $(if $(filter gpu,$(BATCH)),1,2)
+# then the notebooks, as many at once, each in a process of its own (invariances-repro --run-workers; eight runs of
+# the smoke batch finished 1.66x sooner two at once: bench/bench_run_pool.py); one at a time for the gpu batch
+RUN_WORKERS ?= $(if $(filter gpu,$(BATCH)),1,2)
 export MPLBACKEND := Agg
 # passive OpenMP waiting: spinning threads make torch many times slower on a loaded CPU (nbs/32_runtime.ipynb; the
 # batch runner gives its kernels the same, with huge pages for PyTorch: invariances.runtime.process_env)
@@ -45,7 +48,7 @@ test: venv
 
 # The main job: the `cpu` batch on the embedded synthetic data (BATCH=real for real data under $$INVARIANCES_DATA).
 repro: venv
-	$(BIN)/invariances-repro $(BATCH) --train-workers $(TRAIN_WORKERS) --report repro/$(if $(filter cpu,$(BATCH)),REPORT.md,REPORT-$(BATCH).md)
+	$(BIN)/invariances-repro $(BATCH) --train-workers $(TRAIN_WORKERS) --run-workers $(RUN_WORKERS) --report repro/$(if $(filter cpu,$(BATCH)),REPORT.md,REPORT-$(BATCH).md)
 
 bench: venv
 	@for b in bench/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
