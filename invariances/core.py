@@ -16,11 +16,11 @@ import torch
 
 # %% auto #0
 __all__ = ['IMAGENET_MEAN', 'IMAGENET_STD', 'IMAGENET_SIZE', 'PROGRESS_ENV', 'PROGRESS_EVERY_S', 'RACY_NS', 'BATCH_OUTPUTS',
-           'seed_everything', 'seed_worker', 'run_concurrently', 'usable_cores', 'overlap_shares', 'processes_at_once',
-           'to_float_images', 'to_uint8_images', 'data_root', 'cache_dir', 'safe_name', 'config_key', 'atomic_path',
-           'write_bytes', 'write_text', 'write_json', 'save_torch', 'report_progress', 'in_ci', 'DataWarning',
-           'warn_data', 'data_notes', 'recording_data_notes', 'file_digest', 'tree_digest', 'git_info',
-           'package_versions', 'peak_memory_mb', 'provenance']
+           'seed_everything', 'seed_worker', 'run_concurrently', 'usable_cores', 'overlap_shares', 'last_line',
+           'processes_at_once', 'to_float_images', 'to_uint8_images', 'data_root', 'cache_dir', 'safe_name',
+           'config_key', 'atomic_path', 'write_bytes', 'write_text', 'write_json', 'save_torch', 'report_progress',
+           'in_ci', 'DataWarning', 'warn_data', 'data_notes', 'recording_data_notes', 'file_digest', 'tree_digest',
+           'git_info', 'package_versions', 'peak_memory_mb', 'provenance']
 
 # %% ../nbs/00_core.ipynb #25237e79
 def seed_everything(seed: int) -> torch.Generator:
@@ -89,6 +89,11 @@ def overlap_shares(intervals: Sequence[tuple[float, float]]) -> list[float]:
         live = [i for i, (s, e) in enumerate(intervals) if s <= a and b <= e]
         for i in live: shares[i] += (b - a) / len(live)
     return shares
+
+def last_line(log: str | os.PathLike, width: int = 300) -> str:
+    "The last non-blank line of the file `log`, cut at `width` characters: what a failed process said last."
+    lines = [l for l in Path(log).read_text(errors="replace").splitlines() if l.strip()]
+    return (lines or ["(no output)"])[-1][:width]
 
 def processes_at_once(jobs: Sequence[tuple[Any, Sequence[str], Mapping[str, str], str | os.PathLike]], workers: int,
                       on_end: Callable[[Any, int | None, float, float], None],

@@ -13,7 +13,7 @@ from typing import Sequence
 import numpy as np, torch
 
 from . import zoo
-from .core import processes_at_once, usable_cores
+from .core import last_line, processes_at_once, usable_cores
 from .runtime import Runtime, cpu_bf16_native, process_env
 from .repro import RunSpec, Batch, execute_run, load_batch, parameter_errors, run_settings
 from .profiles import PROFILES, Profile, get_profile, with_budget
@@ -216,8 +216,7 @@ def train_in_parallel(batch: str | Batch | Sequence[ZooModel], workers: int = 2,
     failed, started = [], time.perf_counter()
     def ended(m, code, t0, t1):
         if code == 0: echo(f"{m}: trained in {(t1 - t0) / 60:.1f} min"); return
-        lines = [l for l in logs[m].read_text(errors="replace").splitlines() if l.strip()]
-        failed.append(f"{m}: its process exited with status {code}: {(lines or ['(no output)'])[-1][:300]}; its log: {logs[m]}")
+        failed.append(f"{m}: its process exited with status {code}: {last_line(logs[m])}; its log: {logs[m]}")
     # interrupted (Ctrl-C): no worker trains on unseen; each keeps its last checkpoint, resumed next time
     processes_at_once([(m, _train_command(m), env, logs[m]) for m in jobs], at_once, on_end=ended)
     echo(f"{len(jobs) - len(failed)} of {len(jobs)} zoo model(s) trained in {(time.perf_counter() - started) / 60:.1f} min")

@@ -14,8 +14,8 @@ from typing import Callable, Mapping, TextIO
 import nbformat
 import yaml
 
-from .core import (PROGRESS_ENV, data_root, git_info, in_ci, overlap_shares, processes_at_once, tree_digest,
-                              usable_cores, write_json, write_text)
+from .core import (PROGRESS_ENV, data_root, git_info, in_ci, last_line, overlap_shares, processes_at_once,
+                              tree_digest, usable_cores, write_json, write_text)
 from .runs import MODEL_PARAMETERS, table_markdown
 from .runtime import process_env
 
@@ -556,9 +556,8 @@ def execute_at_once(jobs: list[tuple], workers: int, batch: Batch, root: Path, o
             d = json.loads(result_file.read_text())
             r = RunResult(**{**d, "folder": Path(d["folder"]) if d.get("folder") else None})
         else:   # the process itself failed (killed, out of memory): nothing of the run was swapped in
-            lines = [l for l in (logs / f"{name}.log").read_text(errors="replace").splitlines() if l.strip()]
             r = RunResult(name, "failed", t1 - t0, [], f"its process exited with status {code}: "
-                          f"{(lines or ['(no output)'])[-1][:300]}; its log: {logs / f'{name}.log'}", None, None)
+                          f"{last_line(logs / f'{name}.log')}; its log: {logs / f'{name}.log'}", None, None)
         wall, r.seconds = r.seconds, share
         prov = r.folder / "provenance.json" if r.folder else None
         if prov is not None and prov.is_file():   # beside the notebook's wall time, its process's and its share of that
