@@ -1,7 +1,7 @@
 """Paper scale on one CUDA GPU: the `gpu` profile's MoCo-v2 step, a short training of it through the zoo, and the `gpu`
 batch's dry run on CUDA. Run where a GPU is lent (a session's device machine); prints and writes what it measured.
 
-    PYTHONPATH=. python bench/bench_gpu.py [--steps 400] [--images 10240] [--knn 2000 1000] [--out bench/results/gpu.json]
+    PYTHONPATH=$PWD python bench/bench_gpu.py [--steps 400] [--images 10240] [--knn 2000 1000] [--out bench/results/gpu.json]
                                            [--dry-runs all|none|NAME ...] [--batch N] [--device cuda]
 
 1. *Throughput*: `bench_moco.py`'s measurement at the `gpu` profile's shape (ResNet-50, 224 px, batch 256, the
@@ -17,6 +17,8 @@ batch's dry run on CUDA. Run where a GPU is lent (a session's device machine); p
 4. *What the gpu batch's training would take*: ImageNet's 1,281,167 images x the profile's 200 epochs per ResNet-50 MoCo
    model at the rate of 2., and Default(x3) (the 3x wider ResNet-50) at its rate measured as in 1.
 
+Without the package installed, PYTHONPATH must name the checkout by an absolute path: the dry run executes
+runner-check's notebook in a kernel whose working folder is the run's, where a relative `.` finds nothing.
 Everything runs in a temporary cache (`INVARIANCES_CACHE`); nothing of the user's cache is touched. On the same
 machine, `pytest tests/test_train.py -k every_method` trains every method two steps on CUDA, and `--query-variants`
 times the query path with split or plain BatchNorm, in channels_last or NCHW (the measurement behind
