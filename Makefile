@@ -11,7 +11,8 @@ BATCH  ?= cpu
 # bench/bench_train_pool.py); one at a time for the gpu batch, whose models each take the whole accelerator
 TRAIN_WORKERS ?= $(if $(filter gpu,$(BATCH)),1,2)
 # then the notebooks, as many at once, each in a process of its own (invariances-repro --run-workers; eight runs of
-# the smoke batch finished 1.66x sooner two at once: bench/bench_run_pool.py); one at a time for the gpu batch
+# the smoke batch finished 1.66x sooner two at once, six of the cpu batch 1.43x: bench/bench_run_pool.py); one at a
+# time for the gpu batch
 RUN_WORKERS ?= $(if $(filter gpu,$(BATCH)),1,2)
 export MPLBACKEND := Agg
 # passive OpenMP waiting: spinning threads make torch many times slower on a loaded CPU (nbs/32_runtime.ipynb; the

@@ -11,7 +11,7 @@ from pathlib import Path
 import nbformat
 
 from . import __version__
-from .core import write_text
+from .core import at_least_one, write_text
 from .repro import load_batch, project_root, read_status, run_batch, summary_markdown
 from .report import build_report, report_path
 from .launch import dry_run, make_executor, train_in_parallel, train_zoo_models
@@ -88,8 +88,7 @@ def main(argv: list[str] | None = None) -> int:
         if a.dry_run:
             seconds = dry_run(batch, only)
             print(f"dry run of batch {batch.name!r}: {len(seconds)} run(s) passed in {sum(seconds.values()):.0f} s"); return 0
-        if a.train_workers < 1: raise ValueError(f"--train-workers must be at least 1, got {a.train_workers}")
-        if a.run_workers < 1: raise ValueError(f"--run-workers must be at least 1, got {a.run_workers}")
+        at_least_one(a.train_workers, "--train-workers"); at_least_one(a.run_workers, "--run-workers")
         if a.train_workers > 1 and a.launcher != "none":
             raise ValueError(f"--train-workers {a.train_workers} trains here, --launcher {a.launcher} in jobs: choose one")
         out = Path(a.out or root / "repro" / "runs" / batch.name)

@@ -17,10 +17,10 @@ import torch
 # %% auto #0
 __all__ = ['IMAGENET_MEAN', 'IMAGENET_STD', 'IMAGENET_SIZE', 'PROGRESS_ENV', 'PROGRESS_EVERY_S', 'RACY_NS', 'BATCH_OUTPUTS',
            'seed_everything', 'seed_worker', 'run_concurrently', 'usable_cores', 'overlap_shares', 'last_line',
-           'processes_at_once', 'to_float_images', 'to_uint8_images', 'data_root', 'cache_dir', 'safe_name',
-           'config_key', 'atomic_path', 'write_bytes', 'write_text', 'write_json', 'save_torch', 'report_progress',
-           'in_ci', 'DataWarning', 'warn_data', 'data_notes', 'recording_data_notes', 'file_digest', 'tree_digest',
-           'git_info', 'package_versions', 'peak_memory_mb', 'provenance']
+           'at_least_one', 'processes_at_once', 'to_float_images', 'to_uint8_images', 'data_root', 'cache_dir',
+           'safe_name', 'config_key', 'atomic_path', 'write_bytes', 'write_text', 'write_json', 'save_torch',
+           'report_progress', 'in_ci', 'DataWarning', 'warn_data', 'data_notes', 'recording_data_notes', 'file_digest',
+           'tree_digest', 'git_info', 'package_versions', 'peak_memory_mb', 'provenance']
 
 # %% ../nbs/00_core.ipynb #25237e79
 def seed_everything(seed: int) -> torch.Generator:
@@ -95,6 +95,11 @@ def last_line(log: str | os.PathLike, width: int = 300) -> str:
     lines = [l for l in Path(log).read_text(errors="replace").splitlines() if l.strip()]
     return (lines or ["(no output)"])[-1][:width]
 
+def at_least_one(n: int, name: str) -> int:
+    "`n` when it is a whole number of at least 1 (a count of workers, threads, processes); else a ValueError naming `name`."
+    if not isinstance(n, int) or isinstance(n, bool) or n < 1: raise ValueError(f"{name} must be a whole number >= 1, got {n!r}")
+    return n
+
 def processes_at_once(jobs: Sequence[tuple[Any, Sequence[str], Mapping[str, str], str | os.PathLike]], workers: int,
                       on_end: Callable[[Any, int | None, float, float], None],
                       on_start: Callable[[Any, float], None] | None = None, grace_s: float = 30.0) -> None:
@@ -103,8 +108,7 @@ def processes_at_once(jobs: Sequence[tuple[Any, Sequence[str], Mapping[str, str]
     `on_end(key, returncode, started, ended)` (`time.time()`; on the calling thread) as each ends; return when all
     have ended. Interrupted (Ctrl-C), or when `on_end` raises: no further job starts, each running process is sent
     SIGINT and killed if it has not ended `grace_s` later, and the exception goes on."""
-    if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
-        raise ValueError(f"workers must be a whole number >= 1, got {workers!r}")
+    at_least_one(workers, "workers")
     running, stopping = {}, threading.Event()
     def one(i, key, cmd, env, log):
         with open(log, "w") as out:

@@ -13,7 +13,7 @@ from typing import Sequence
 import numpy as np, torch
 
 from . import zoo
-from .core import last_line, processes_at_once, usable_cores
+from .core import at_least_one, last_line, processes_at_once, usable_cores
 from .runtime import Runtime, cpu_bf16_native, process_env
 from .repro import RunSpec, Batch, execute_run, load_batch, parameter_errors, run_settings
 from .profiles import PROFILES, Profile, get_profile, with_budget
@@ -194,8 +194,7 @@ def train_in_parallel(batch: str | Batch | Sequence[ZooModel], workers: int = 2,
     machine, each in a process of its own with `threads` intra-op threads (default: the cores divided among the
     workers), the costliest first (`relative_cost`); wait; return the models trained. A failed process is named with
     its log (under `log_dir`, default a new temporary folder) and the others go on."""
-    if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
-        raise ValueError(f"train workers must be a whole number >= 1, got {workers!r}")
+    at_least_one(workers, "train workers")
     threads = threads or max(1, usable_cores() // workers)
     models = batch_models(batch) if isinstance(batch, (str, Batch)) else list(batch)
     todo = [m for m in models if not zoo.is_cached(m.name, m.profile, m.seed, m.data_root)]

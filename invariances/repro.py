@@ -14,7 +14,7 @@ from typing import Callable, Mapping, TextIO
 import nbformat
 import yaml
 
-from .core import (PROGRESS_ENV, data_root, git_info, in_ci, last_line, overlap_shares, processes_at_once,
+from .core import (PROGRESS_ENV, at_least_one, data_root, git_info, in_ci, last_line, overlap_shares, processes_at_once,
                               tree_digest, usable_cores, write_json, write_text)
 from .runs import MODEL_PARAMETERS, table_markdown
 from .runtime import process_env
@@ -455,8 +455,7 @@ def run_batch(batch: str | Batch, only: list[str] | None = None, force: bool = F
     `True` on standard output, quiet under `CI=true`; or a stream; or `False`). `workers` > 1: the runs to execute
     go that many at once, each in a process of its own with the cores divided among them (`execute_at_once`; no live
     line), and each one's `seconds` is its share of the machine."""
-    if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
-        raise ValueError(f"run workers must be a whole number >= 1, got {workers!r}")
+    at_least_one(workers, "run workers")
     live = live_line(progress) if workers == 1 else None
     root = root or project_root()
     batch = batch if isinstance(batch, Batch) else load_batch(batch, root)
