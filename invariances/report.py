@@ -440,7 +440,8 @@ def standing(root: str | os.PathLike | None = None) -> str:
         if claims: part.append(f"{claims[1]} of {claims[2]} of the papers' claims held" + (f" ({claims[3]} not evaluated)" if claims[3] else "")
                                + (f"; of the {seeds[1]} checked at other seeds, {seeds[2] or 'none'} within seed noise or flipping between them" if seeds else ""))
         if cost: part.append(f"about {cost[1]} min from scratch" + (f" (budget {BUDGET_MINUTES[b]:.0f})" if b in BUDGET_MINUTES else ""))
-        lines.append(f"- **`{b}`** ([{path.name}](repro/{path.name}){', ' + when[1] if when else ''}): " + "; ".join(part) + ".")
+        # `*`, not `-`: nbdev reads `- key: value` lines of the index's first cell as front matter, and warns
+        lines.append(f"* **`{b}`** ([{path.name}](repro/{path.name}){', ' + when[1] if when else ''}): " + "; ".join(part) + ".")
     return "\n".join(lines) + "\n" if lines else "No batch has a committed report yet.\n"
 
 GENERATED = {"rebuild": (REBUILD_BEGIN, REBUILD_END, lambda root: rebuild_table(root)),
