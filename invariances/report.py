@@ -558,7 +558,9 @@ def seeds_summary(results: Sequence[ClaimResult]) -> str:
     fragile = [r.claim.id + (f" ({r.claim.run})" if len({x.claim.run for x in results}) > 1 else "") for r in tested if r.seeds.fragile]
     return (f"Other seeds: {len(tested)} of {len(evaluated)} evaluated claims rest on a table with models at other seeds "
             f"(`seed_check`); " + (f"{len(fragile)} of them flip between seeds or lie within seed noise: " +
-            ", ".join(f"`{f}`" for f in fragile) + "." if fragile else "none of them flips or lies within seed noise."))
+            ", ".join(f"`{f}`" for f in fragile) + "." if fragile else "none of them flips or lies within seed noise.") +
+            (" A table's seed noise is the pooled spread of the models it measures at other seeds, taken to stand for every "
+             "row's." if tested else ""))
 
 def minutes_per_model(training: pd.DataFrame | None) -> float:
     """Mean training minutes per trained model of a run's `training` table: compute minutes where recorded, else the

@@ -210,3 +210,30 @@ def test_the_smoke_batch_runs_every_experiment_notebook():
     in_smoke = {r.notebook.name for r in load_batch("smoke").runs}
     assert on_disk - in_smoke == set(), f"experiment notebooks no smoke run executes: {sorted(on_disk - in_smoke)}"
     assert "experiments" in (root / "Makefile").read_text().split("nbdev_test", 1)[1].splitlines()[0]
+
+
+# `cpu` runs that read out Default MoCo's weights without its other seeds, and why
+WITHOUT_SEEDS = {"ericsson-tablec1": "no claim reads its tables",
+                 "ericsson-figures": "rank correlations across the models: a row per seed would enter them",
+                 "ericsson-figc1": "snapshots along training, which the zoo keeps at the models' own seed",
+                 "every-model": "no claim reads its table"}
+
+
+def test_main_job_runs_measure_default_moco_at_its_other_seeds():
+    """The report reads a claim's seed noise from rows of one model at other seeds in the claim's table (`seed_check`).
+    Default MoCo is trained at seeds 1 and 2 for Ericsson et al.'s 3xDefault anyway, so every `cpu` run that reads out
+    its weights (under whichever paper's name: `looc-moco`, `moco-objects`) measures those seeds too, unless named above."""
+    from invariances import zoo
+    from invariances.repro import load_batch, run_settings
+    from invariances.runs import MODEL_PARAMETERS
+    runs = {r.name: r for r in load_batch("cpu").runs}
+    assert set(WITHOUT_SEEDS) <= set(runs), f"not runs of the cpu batch: {sorted(set(WITHOUT_SEEDS) - set(runs))}"
+    missing = []
+    for name, run in runs.items():
+        s = run_settings(run)
+        names = [n for k in MODEL_PARAMETERS if isinstance(s.get(k), list) for n in s[k]]
+        default = [n for n in names if zoo.weights_of(n, "cpu") == "moco-default"]
+        seeds = {m: set(map(int, v)) for m, v in (s.get("replicates") or {}).items() if m in default}
+        if default and not any({1, 2} <= v for v in seeds.values()) and name not in WITHOUT_SEEDS: missing.append(name)
+        if name in WITHOUT_SEEDS: assert not seeds, f"{name} measures other seeds now: take it off WITHOUT_SEEDS"
+    assert not missing, f"cpu runs reading Default MoCo without its seeds 1 and 2 (`replicates`): {missing}"
