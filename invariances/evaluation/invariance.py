@@ -5,6 +5,7 @@
 # %% ../../nbs/70_invariance.ipynb #a43ca788
 from __future__ import annotations
 
+import itertools
 from typing import Iterator, Mapping, Sequence
 
 import numpy as np
@@ -20,9 +21,10 @@ from ..metrics.similarity import ReferenceStats, alignment, group_invariance, tr
 from ..transforms import get_transform
 
 # %% auto #0
-__all__ = ['REAL_WORLD_TRANSFORMS', 'REAL_WORLD_FAMILY', 'RENDERED_CHANGE', 'SHIFTED_DOMAINS', 'TEXTURE_SHIFT',
-           'invariance_table', 'transform_features', 'transformed_batches', 'trajectory_ris', 'ris_table',
-           'group_invariance_table', 'group_alignment', 'real_world_groups', 'real_trajectory_sets', 'shifted_domains']
+__all__ = ['VIEW_BLOCK_BYTES', 'REAL_WORLD_TRANSFORMS', 'REAL_WORLD_FAMILY', 'RENDERED_CHANGE', 'SHIFTED_DOMAINS',
+           'TEXTURE_SHIFT', 'invariance_table', 'transform_features', 'transformed_batches', 'view_blocks',
+           'trajectory_ris', 'ris_table', 'group_invariance_table', 'group_alignment', 'real_world_groups',
+           'real_trajectory_sets', 'shifted_domains']
 
 # %% ../../nbs/70_invariance.ipynb #4b9a9788
 def invariance_table(encoders: Mapping[str, nn.Module], images: ImageSet, reference: ImageSet, transforms: Sequence[str],
@@ -35,17 +37,23 @@ def invariance_table(encoders: Mapping[str, nn.Module], images: ImageSet, refere
     labels = labels or {}
     x_all = to_float_images(images.images)
     grids = {t: get_transform(t).grid(n_params) for t in transforms}
+    feats_of = lambda enc, data: extract_features(enc, data, batch_size=batch_size, runtime=runtime, progress=False).features
+    stats = {name: ReferenceStats.fit(feats_of(enc, reference)) for name, enc in encoders.items()}
+    clean = {name: feats_of(enc, images) for name, enc in encoders.items()}
+    parts = {(name, t): [] for name in encoders for t in transforms}
+    for t in transforms:
+        for block in view_blocks(x_all, t, grids[t], batch_size):   # each view is made once and read by every model
+            for name, enc in encoders.items(): parts[name, t].append(feats_of(enc, block))
     rows = []
-    for name, enc in encoders.items():
-        stats = ReferenceStats.fit(extract_features(enc, reference, batch_size=batch_size, runtime=runtime, progress=False).features)
-        clean = extract_features(enc, images, batch_size=batch_size, runtime=runtime, progress=False).features
+    for name in encoders:
         for t in transforms:
-            feats = transform_features(enc, x_all, t, grids[t], batch_size, runtime)
-            res = transform_invariance(stats, clean, feats)
-            align = alignment(np.repeat(clean, feats.shape[1], 0), feats.reshape(-1, feats.shape[-1]), reduce=False)
-            rows.append(res.per_image.assign(alignment=align.reshape(len(clean), -1).mean(1)[res.per_image.image.to_numpy()],
+            feats = np.concatenate(parts.pop((name, t))).reshape(len(x_all), len(grids[t]), -1)
+            res = transform_invariance(stats[name], clean[name], feats)
+            align = alignment(np.repeat(clean[name], feats.shape[1], 0), feats.reshape(-1, feats.shape[-1]), reduce=False)
+            rows.append(res.per_image.assign(alignment=align.reshape(len(x_all), -1).mean(1)[res.per_image.image.to_numpy()],
                                              model=labels.get(name, name), transform=t))
     return pd.concat(rows, ignore_index=True)
+
 
 # %% ../../nbs/70_invariance.ipynb #8b0bde6e
 def transform_features(encoder: nn.Module, images: torch.Tensor | ImageSet, transform: str, grid: torch.Tensor,
@@ -63,6 +71,17 @@ def transformed_batches(x: torch.Tensor, transform, grid: torch.Tensor, batch_si
     for chunk in pairs.split(batch_size):
         i, j = chunk[:, 0], chunk[:, 1]
         yield transform.apply(x[i], grid[j]), pd.DataFrame({"image": i.numpy(), "param": j.numpy()})
+
+VIEW_BLOCK_BYTES = 256 * 2**20   # transformed images held at once by `view_blocks` (a few batches, never the whole grid)
+
+def view_blocks(x: torch.Tensor, transform: str, grid: torch.Tensor, batch_size: int = 256,
+                max_bytes: int = VIEW_BLOCK_BYTES) -> Iterator[list[tuple[torch.Tensor, pd.DataFrame]]]:
+    """`transformed_batches` in lists of as many batches as `max_bytes` holds (at least one), in the same order: a
+    block is made once and several models read it (`invariance_table`), instead of each model transforming again."""
+    per_batch = min(batch_size, len(x) * len(grid)) * x[0].numel() * x.element_size()
+    batches = transformed_batches(x, get_transform(transform), grid, batch_size)
+    while block := list(itertools.islice(batches, max(1, max_bytes // per_batch))): yield block
+
 
 # %% ../../nbs/70_invariance.ipynb #135b3168
 def trajectory_ris(features: Mapping[str, Mapping[str, np.ndarray]], sets: Mapping[str, ImageSet], ks: Sequence[int] = (10, 25),
