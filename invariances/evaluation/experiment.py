@@ -22,6 +22,7 @@ from ..runs import RunDir
 from ..data.imageset import ImageSet
 from ..data.manifests import datasets_looked_up
 from .health import model_health
+from .invariance import cached_invariance_table
 from .linear import Fused, fuse_features
 from .readouts import cached_features
 from .tables import training_table
@@ -147,17 +148,25 @@ def with_replicates(models: Sequence[str], replicates: Mapping[str, Sequence[int
 # %% ../../nbs/78_experiment.ipynb #574e6ea0
 def _features(self, encoders: Mapping[str, Encoder], images: ImageSet, dataset: Mapping, batch_size: int = 256) -> dict[str, np.ndarray]:
     "Features of `images` from each of `encoders` (keyed as `models` keys them), extracted once and cached; `dataset` describes the images."
-    out = {}
-    for key, enc in encoders.items():
-        if key in self.external: cache_key = self.external[key]["cache_key"]    # a checkpoint: keyed by its file's digest
-        else:
-            name, seed = zoo.parse_instance(key, self.seed)
-            # the config's key and the weights' digest: a model retrained under the same key (training code changed
-            # without a new ZOO_VERSION) never reads the features of the weights it replaced
-            digest = zoo.weights_digest(name, self.profile, seed, self.data_root)
-            cache_key = zoo.model_key(name, self.profile, seed, self.data_root) + (f"-w{digest[:16]}" if digest else "")
-        out[key] = cached_features(cache_key, enc, images, dataset, batch_size=batch_size, runtime=self.runtime).features
-    return out
+    return {key: cached_features(self.cache_key(key), enc, images, dataset, batch_size=batch_size, runtime=self.runtime).features
+            for key, enc in encoders.items()}
+
+def _cache_key(self, key: str) -> str:
+    "What identifies the weights of the model `models` keyed `key`, for the caches of what it computes (features, invariance)."
+    if key in self.external: return self.external[key]["cache_key"]     # a checkpoint: keyed by its file's digest
+    name, seed = zoo.parse_instance(key, self.seed)
+    # the config's key and the weights' digest: a model retrained under the same key (training code changed without a
+    # new ZOO_VERSION) never reads what the weights it replaced computed
+    digest = zoo.weights_digest(name, self.profile, seed, self.data_root)
+    return zoo.model_key(name, self.profile, seed, self.data_root) + (f"-w{digest[:16]}" if digest else "")
+
+def _invariance(self, encoders: Mapping[str, nn.Module], images: ImageSet, reference: ImageSet, transforms: Sequence[str],
+                n_params: int, batch_size: int = 256, labels: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """`invariance.invariance_table` of `encoders` (keyed as `models` keys them), each model's rows measured once and
+    read back after (`invariance.cached_invariance_table`): Table 2, the figures and every-model measure the same models
+    on the same images."""
+    return cached_invariance_table(encoders, {k: self.cache_key(k) for k in encoders}, images, reference, transforms, n_params,
+                                   batch_size, self.runtime, labels)
 
 def _fused(self, features: Mapping[str, np.ndarray], fusions: Sequence[str]) -> dict[str, Fused]:
     "Each fusion of `fusions`: its parts' `features` side by side, as `Fused` (which moves the linear readouts' L2 grid)."
@@ -194,3 +203,4 @@ def _checkpoints(self, paths: Mapping[str, str | os.PathLike]) -> dict[str, nn.M
 def _shown(spec) -> str: return str(spec) if isinstance(spec, (str, os.PathLike)) else " + ".join(map(str, spec))
 
 Experiment.features, Experiment.fused, Experiment.checkpoints = _features, _fused, _checkpoints
+Experiment.cache_key, Experiment.invariance = _cache_key, _invariance

@@ -13,18 +13,22 @@ import pandas as pd
 import torch
 from torch import nn
 
-from ..core import to_float_images, warn_data
+from pathlib import Path
+
+from ..core import cache_dir, config_key, to_float_images, warn_data
 from ..runtime import Runtime
 from ..data.imageset import ImageSet
 from ..features import extract_features
+from .readouts import _safe, images_digest
 from ..metrics.similarity import ReferenceStats, alignment, group_invariance, transform_invariance
+from ..store import CacheError, StaleEntry, begin_entry, check_entry, finish_entry, open_array, save_npy, warn_damaged
 from ..transforms import get_transform
 
 # %% auto #0
-__all__ = ['VIEW_BLOCK_BYTES', 'REAL_WORLD_TRANSFORMS', 'REAL_WORLD_FAMILY', 'RENDERED_CHANGE', 'SHIFTED_DOMAINS',
-           'TEXTURE_SHIFT', 'invariance_table', 'transform_features', 'transformed_batches', 'view_blocks',
-           'trajectory_ris', 'ris_table', 'group_invariance_table', 'group_alignment', 'real_world_groups',
-           'real_trajectory_sets', 'shifted_domains']
+__all__ = ['VIEW_BLOCK_BYTES', 'INVARIANCE_CACHE_VERSION', 'REAL_WORLD_TRANSFORMS', 'REAL_WORLD_FAMILY', 'RENDERED_CHANGE',
+           'SHIFTED_DOMAINS', 'TEXTURE_SHIFT', 'invariance_table', 'transform_features', 'transformed_batches',
+           'view_blocks', 'cached_invariance_table', 'trajectory_ris', 'ris_table', 'group_invariance_table',
+           'group_alignment', 'real_world_groups', 'real_trajectory_sets', 'shifted_domains']
 
 # %% ../../nbs/70_invariance.ipynb #4b9a9788
 def invariance_table(encoders: Mapping[str, nn.Module], images: ImageSet, reference: ImageSet, transforms: Sequence[str],
@@ -82,6 +86,46 @@ def view_blocks(x: torch.Tensor, transform: str, grid: torch.Tensor, batch_size:
     batches = transformed_batches(x, get_transform(transform), grid, batch_size)
     while block := list(itertools.islice(batches, max(1, max_bytes // per_batch))): yield block
 
+
+# %% ../../nbs/70_invariance.ipynb #1a42030f
+INVARIANCE_CACHE_VERSION = 1
+_ROW_COLUMNS = ("image", "mahalanobis", "cosine", "n_params", "alignment")   # the stored columns; then the transform's index
+
+def cached_invariance_table(encoders: Mapping[str, nn.Module], keys: Mapping[str, str], images: ImageSet, reference: ImageSet,
+                            transforms: Sequence[str], n_params: int, batch_size: int = 256, runtime: Runtime | None = None,
+                            labels: Mapping[str, str] | None = None, folder=None, verify: bool = True) -> pd.DataFrame:
+    """`invariance_table`, each model's rows computed once and read back from the cache after: `keys[name]` says what the
+    weights of `encoders[name]` are (as `readouts.cached_features`' model keys do). A damaged entry is named in a
+    `CacheWarning` and measured again."""
+    labels = labels or {}
+    if missing := [n for n in encoders if not keys.get(n)]: raise ValueError(f"no cache key for model(s) {missing}")
+    base = {"version": INVARIANCE_CACHE_VERSION, "images": images_digest(images), "reference": images_digest(reference),
+            "transforms": list(transforms), "n_params": int(n_params), "batch_size": int(batch_size)}
+    root = Path(folder) if folder is not None else cache_dir("invariance")
+    entry = {n: root / f"{_safe(keys[n])}-{config_key(base | {'model': keys[n]})}" for n in encoders}
+    stored, todo = {}, {}
+    for n, enc in encoders.items():
+        try:
+            m = check_entry(entry[n], verify, expect=base | {"model": keys[n]}, need=("rows.npy",))
+            if m is not None: stored[n] = np.asarray(open_array(entry[n], "rows.npy", m)); continue
+        except StaleEntry: pass                                  # another key in this folder: measured again
+        except CacheError as e: warn_damaged(f"invariance of model {keys[n]!r}", entry[n], e, "measuring it again")
+        todo[n] = enc
+    if todo:
+        fresh = invariance_table(todo, images, reference, transforms, n_params, batch_size, runtime)
+        for n, rows in fresh.groupby("model", sort=False):
+            begin_entry(entry[n])                                # a half-written entry never looks finished
+            save_npy(entry[n] / "rows.npy", np.column_stack([rows[c].to_numpy(np.float64) for c in _ROW_COLUMNS]
+                                                            + [rows["transform"].map(list(transforms).index).to_numpy(np.float64)]))
+            finish_entry(entry[n], base | {"model": keys[n]}, ["rows.npy"])
+            stored[n] = np.load(entry[n] / "rows.npy")
+    return pd.concat([_rows_frame(stored[n], labels.get(n, n), transforms) for n in encoders], ignore_index=True)
+
+def _rows_frame(a: np.ndarray, model: str, transforms: Sequence[str]) -> pd.DataFrame:
+    "One model's stored rows as `invariance_table` gives them."
+    df = pd.DataFrame({c: a[:, i] for i, c in enumerate(_ROW_COLUMNS)})
+    df[["image", "n_params"]] = df[["image", "n_params"]].astype(np.int64)
+    return df.assign(model=model, transform=[transforms[int(t)] for t in a[:, len(_ROW_COLUMNS)]])
 
 # %% ../../nbs/70_invariance.ipynb #135b3168
 def trajectory_ris(features: Mapping[str, Mapping[str, np.ndarray]], sets: Mapping[str, ImageSet], ks: Sequence[int] = (10, 25),
