@@ -34,8 +34,8 @@ __all__ = ['CLAIM_KEYS', 'OPTIONAL_CLAIM_KEYS', 'WITHIN_NOISE', 'RUN_STATUSES', 
 
 # %% ../nbs/81_report.ipynb #a5a5a0ab
 CLAIM_KEYS = {"id", "paper", "quote", "rule", "run", "table", "check", "rows", "columns", "expect",
-              "order", "at_least", "hedge", "marks", "within"}
-OPTIONAL_CLAIM_KEYS = {"order", "at_least", "hedge", "marks", "within"}
+              "order", "at_least", "hedge", "marks", "within", "learns_less"}
+OPTIONAL_CLAIM_KEYS = {"order", "at_least", "hedge", "marks", "within", "learns_less"}
 
 @dataclass
 class Claim:
@@ -54,6 +54,7 @@ class Claim:
     hedge: str | None = None     # the quote's hedging words ("tends to"): the threshold is the paper's count less one
     marks: str | None = None     # the run's table of significance marks: a column counts only where `expect` is marked
     within: float | None = None  # check within: the largest gap between `expect` and each other row that counts as close
+    learns_less: list | None = None  # rows the claim itself predicts to learn little (a degenerate task): their poor health is its case
 
     @property
     def needed(self) -> int: return len(self.columns) if self.at_least is None else int(self.at_least)
@@ -91,6 +92,9 @@ def load_claims(path: str | os.PathLike) -> list[Claim]:
             raise ValueError(f"{where}: hedge {c['hedge']!r} is not words of the quote")
         if c.get("marks") and c["check"] != "best":
             raise ValueError(f"{where}: marks apply to check best (the paper marks the significantly best model)")
+        less = c.get("learns_less")
+        if less is not None and (not isinstance(less, list) or not less or any(r not in c["rows"] or r == c["expect"] for r in less)):
+            raise ValueError(f"{where}: learns_less must list rows of the claim other than expect ({c['expect']!r}), got {less!r}")
         if c["id"] in seen: raise ValueError(f"{path}: claim id {c['id']!r} appears twice")
         seen.add(c["id"]); claims.append(Claim(**c))
     return claims
@@ -647,10 +651,14 @@ def caveats_section(profiles: Sequence[str], weak: Mapping[str, list[str]] | Non
     if not weak: return lines + ["Every model the runs read out is above the untrained network by held-out k-NN accuracy.", ""]
     lines += ["**Models no better than the untrained network** (held-out k-NN margin over chance at most the untrained "
               "network's): " + "; ".join(f"{m} (run{'s' if len(r) > 1 else ''} {', '.join(r)})" for m, r in weak.items()) + ".", ""]
+    named = lambda r, rows: {labels.get(x, x) for x in rows} & set(weak)
     resting = [(r.claim.id, ms) for r in results if r.held is not None
-               and (ms := sorted({labels.get(x, x) for x in r.claim.rows} & set(weak)))]
+               and (ms := sorted(named(r, r.claim.rows) - named(r, r.claim.learns_less or [])))]
+    foreseen = [(r.claim.id, ms) for r in results if r.held is not None and (ms := sorted(named(r, r.claim.learns_less or [])))]
     if resting: lines += ["Claims that compare such a model, whose verdict says little about the method: " +
                           "; ".join(f"`{i}` ({', '.join(ms)})" for i, ms in resting) + ".", ""]
+    if foreseen: lines += ["Claims that predict such a model to learn little (its task degenerate), so that its health is their "
+                           "case rather than a flaw in their verdict: " + "; ".join(f"`{i}` ({', '.join(ms)})" for i, ms in foreseen) + ".", ""]
     return lines
 
 # %% ../nbs/81_report.ipynb #9fc617c1
