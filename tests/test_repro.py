@@ -237,3 +237,18 @@ def test_main_job_runs_measure_default_moco_at_its_other_seeds():
         if default and not any({1, 2} <= v for v in seeds.values()) and name not in WITHOUT_SEEDS: missing.append(name)
         if name in WITHOUT_SEEDS: assert not seeds, f"{name} measures other seeds now: take it off WITHOUT_SEEDS"
     assert not missing, f"cpu runs reading Default MoCo without its seeds 1 and 2 (`replicates`): {missing}"
+
+
+def test_seed_rows_train_nothing_new():
+    """A run's `replicates` (a model at other seeds, for the report's seed noise) only reads models some run of the batch
+    trains for its own sake (Table 5's 3xDefault): with every run's replicates dropped, each batch trains the same models.
+    (`moco-objects` at other seeds would be two more trainings where it is its own model: `real`, `gpu`.) The smoke batch
+    is left out: its models train in seconds, and its ericsson-table2-2x checks a longer-trained variant's seed rows."""
+    import dataclasses
+    from invariances.launch import batch_models
+    from invariances.repro import Batch, load_batch
+    for name in ("cpu", "cpu-long", "real", "gpu"):
+        b = load_batch(name)
+        bare = dataclasses.replace(b, runs=[dataclasses.replace(r, parameters={**r.parameters, "replicates": {}}) for r in b.runs])
+        extra = set(map(str, batch_models(b))) - set(map(str, batch_models(bare)))
+        assert not extra, f"batch {name}: the seed rows of `replicates` train {sorted(extra)}"
