@@ -6,14 +6,13 @@
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 from typing import Iterator, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 import torch
 from torch import nn
-
-from pathlib import Path
 
 from ..core import cache_dir, config_key, to_float_images, warn_data
 from ..runtime import Runtime
@@ -25,10 +24,10 @@ from ..store import CacheError, StaleEntry, begin_entry, check_entry, finish_ent
 from ..transforms import get_transform
 
 # %% auto #0
-__all__ = ['VIEW_BLOCK_BYTES', 'INVARIANCE_CACHE_VERSION', 'REAL_WORLD_TRANSFORMS', 'REAL_WORLD_FAMILY', 'RENDERED_CHANGE',
-           'SHIFTED_DOMAINS', 'TEXTURE_SHIFT', 'invariance_table', 'transform_features', 'transformed_batches',
-           'view_blocks', 'cached_invariance_table', 'trajectory_ris', 'ris_table', 'group_invariance_table',
-           'group_alignment', 'real_world_groups', 'real_trajectory_sets', 'shifted_domains']
+__all__ = ['FEATURE_BYTES', 'VIEW_BLOCK_BYTES', 'INVARIANCE_CACHE_VERSION', 'REAL_WORLD_TRANSFORMS', 'REAL_WORLD_FAMILY',
+           'RENDERED_CHANGE', 'SHIFTED_DOMAINS', 'TEXTURE_SHIFT', 'invariance_table', 'transform_features',
+           'transformed_batches', 'view_blocks', 'cached_invariance_table', 'trajectory_ris', 'ris_table',
+           'group_invariance_table', 'group_alignment', 'real_world_groups', 'real_trajectory_sets', 'shifted_domains']
 
 # %% ../../nbs/70_invariance.ipynb #4b9a9788
 def invariance_table(encoders: Mapping[str, nn.Module], images: ImageSet, reference: ImageSet, transforms: Sequence[str],
@@ -44,20 +43,30 @@ def invariance_table(encoders: Mapping[str, nn.Module], images: ImageSet, refere
     feats_of = lambda enc, data: extract_features(enc, data, batch_size=batch_size, runtime=runtime, progress=False).features
     stats = {name: ReferenceStats.fit(feats_of(enc, reference)) for name, enc in encoders.items()}
     clean = {name: feats_of(enc, images) for name, enc in encoders.items()}
-    parts = {(name, t): [] for name in encoders for t in transforms}
+    rows = {name: [] for name in encoders}
     for t in transforms:
-        for block in view_blocks(x_all, t, grids[t], batch_size):   # each view is made once and read by every model
-            for name, enc in encoders.items(): parts[name, t].append(feats_of(enc, block))
-    rows = []
-    for name in encoders:
-        for t in transforms:
-            feats = np.concatenate(parts.pop((name, t))).reshape(len(x_all), len(grids[t]), -1)
-            res = transform_invariance(stats[name], clean[name], feats)
-            align = alignment(np.repeat(clean[name], feats.shape[1], 0), feats.reshape(-1, feats.shape[-1]), reduce=False)
-            rows.append(res.per_image.assign(alignment=align.reshape(len(x_all), -1).mean(1)[res.per_image.image.to_numpy()],
-                                             model=labels.get(name, name), transform=t))
-    return pd.concat(rows, ignore_index=True)
+        # the models whose features of this transform's grid fit in FEATURE_BYTES together read each block of views
+        for group in _fitting(encoders, {n: clean[n].shape[1] * len(x_all) * len(grids[t]) * 4 for n in encoders}, FEATURE_BYTES):
+            parts = {name: [] for name in group}
+            for block in view_blocks(x_all, t, grids[t], batch_size):   # each view made once, read by every model of the group
+                for name in group: parts[name].append(feats_of(encoders[name], block))
+            for name in group:
+                feats = np.concatenate(parts.pop(name)).reshape(len(x_all), len(grids[t]), -1)
+                res = transform_invariance(stats[name], clean[name], feats)
+                align = alignment(np.repeat(clean[name], feats.shape[1], 0), feats.reshape(-1, feats.shape[-1]), reduce=False)
+                rows[name].append(res.per_image.assign(alignment=align.reshape(len(x_all), -1).mean(1)[res.per_image.image.to_numpy()],
+                                                       model=labels.get(name, name), transform=t))
+    return pd.concat([r for name in encoders for r in rows[name]], ignore_index=True)
 
+FEATURE_BYTES = 2 * 2**30   # the transformed views' features `invariance_table` holds at once (several models' when they fit)
+
+def _fitting(names, size: Mapping[str, int], budget: int) -> Iterator[list[str]]:
+    "`names` in order, in runs whose `size`s add up to at most `budget` (at least one name each)."
+    group, total = [], 0
+    for n in names:
+        if group and total + size[n] > budget: yield group; group, total = [], 0
+        group.append(n); total += size[n]
+    if group: yield group
 
 # %% ../../nbs/70_invariance.ipynb #8b0bde6e
 def transform_features(encoder: nn.Module, images: torch.Tensor | ImageSet, transform: str, grid: torch.Tensor,
