@@ -214,7 +214,6 @@ def test_the_smoke_batch_runs_every_experiment_notebook():
 
 # `cpu` runs that read out Default MoCo's weights without its other seeds, and why
 WITHOUT_SEEDS = {"ericsson-tablec1": "no claim reads its tables",
-                 "ericsson-figures": "rank correlations across the models: a row per seed would enter them",
                  "ericsson-figc1": "snapshots along training, which the zoo keeps at the models' own seed",
                  "every-model": "no claim reads its table"}
 
