@@ -651,10 +651,10 @@ def caveats_section(profiles: Sequence[str], weak: Mapping[str, list[str]] | Non
     if not weak: return lines + ["Every model the runs read out is above the untrained network by held-out k-NN accuracy.", ""]
     lines += ["**Models no better than the untrained network** (held-out k-NN margin over chance at most the untrained "
               "network's): " + "; ".join(f"{m} (run{'s' if len(r) > 1 else ''} {', '.join(r)})" for m, r in weak.items()) + ".", ""]
-    named = lambda r, rows: {labels.get(x, x) for x in rows} & set(weak)
+    named = lambda rows: {labels.get(x, x) for x in rows} & set(weak)
     resting = [(r.claim.id, ms) for r in results if r.held is not None
-               and (ms := sorted(named(r, r.claim.rows) - named(r, r.claim.learns_less or [])))]
-    foreseen = [(r.claim.id, ms) for r in results if r.held is not None and (ms := sorted(named(r, r.claim.learns_less or [])))]
+               and (ms := sorted(named(r.claim.rows) - named(r.claim.learns_less or [])))]
+    foreseen = [(r.claim.id, ms) for r in results if r.held is not None and (ms := sorted(named(r.claim.learns_less or [])))]
     if resting: lines += ["Claims that compare such a model, whose verdict says little about the method: " +
                           "; ".join(f"`{i}` ({', '.join(ms)})" for i, ms in resting) + ".", ""]
     if foreseen: lines += ["Claims that predict such a model to learn little (its task degenerate), so that its health is their "
