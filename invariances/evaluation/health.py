@@ -21,7 +21,7 @@ from ..features import extract_features
 
 # %% auto #0
 __all__ = ['HEALTH_MANIFEST', 'TARGETS', 'health_protocol', 'health_sets', 'encoder_knn', 'margin_ratio', 'model_health',
-           'KNNMonitor', 'colour_histograms', 'colour_shortcut']
+           'KNNMonitor', 'colour_histograms', 'colour_shortcut', 'colour_instance_accuracy']
 
 # %% ../../nbs/74_health.ipynb #43cdb28e
 def health_protocol(profile, k: int = 20, temperature: float = 0.07) -> dict:
@@ -143,13 +143,20 @@ def colour_shortcut(profile="cpu", policies=("spatial", "default"), batch: int =
     hist = lambda images: colour_histograms(to_float_images(images), bins).numpy()
     knn = knn_accuracy(hist(ref.images), ref.meta["target"].to_numpy(), hist(test.images), test.meta["target"].to_numpy(),
                        protocol["k"], protocol["temperature"])
-    g, rows = torch.Generator().manual_seed(seed), []
-    for name in policies:
-        policy, hits = get_policy(name, p.image_size), []
-        for b in range(batches):
-            x = to_float_images(test.images[b * batch:(b + 1) * batch])
-            first, second = (colour_histograms(policy(x, g)[0], bins) for _ in range(2))
-            hits.append((first @ second.T).argmax(1).eq(torch.arange(batch)).float().mean().item())
-        rows.append({"policy": name, "instance_accuracy": sum(hits) / len(hits), "instance_chance": 1 / batch,
-                     "category_knn": knn.accuracy, "chance": knn.chance})
+    g, x = torch.Generator().manual_seed(seed), to_float_images(test.images[:batch * batches])
+    rows = [{"policy": name, "instance_accuracy": colour_instance_accuracy(x, get_policy(name, p.image_size), batch, batches, bins, g),
+             "instance_chance": 1 / batch, "category_knn": knn.accuracy, "chance": knn.chance} for name in policies]
     return pd.DataFrame(rows).set_index("policy")
+
+def colour_instance_accuracy(x: torch.Tensor, policy, batch: int = 256, batches: int = 1, bins: int = 8,
+                             generator: torch.Generator | None = None) -> float:
+    """MoCo's task posed to a colour histogram: over `batches` disjoint batches of `batch` float images `x (N,3,H,W)`,
+    the share of images whose second view under `policy` (`policy(x, generator)[0]`) has, among the batch's second
+    views, the histogram most similar to their first view's (`colour_histograms`); chance is 1 / batch."""
+    if batch * batches > len(x): raise ValueError(f"batch * batches = {batch * batches} exceeds the {len(x)} images given")
+    hits = []
+    for b in range(batches):
+        xb = x[b * batch:(b + 1) * batch]
+        first, second = (colour_histograms(policy(xb, generator)[0], bins) for _ in range(2))
+        hits.append((first @ second.T).argmax(1).eq(torch.arange(batch, device=first.device)).float().mean().item())
+    return sum(hits) / len(hits)
