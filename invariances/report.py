@@ -800,6 +800,7 @@ def build_report(batch: str, root: str | os.PathLike | None = None, out: str | o
     first_use = {}                      # a zoo model several runs use is trained once: counted at its first use
     for c in cost_runs: first_use.update({m: s for m, s in c["train_s"].items() if m not in first_use})
     train = sum(first_use.values()) / 60
+    from_scratch = shared - trained_here + train   # runs beside others count by their share, as models trained beside others do
     invocation = np.nansum(runs["this invocation (min)"].astype(float))
     cost_lines = ["## Runs and their cost", "", table_markdown(runs, ".1f"),
                   f"Wall time of the runs shown: {wall:.1f} min when they were computed" +
@@ -808,7 +809,7 @@ def build_report(batch: str, root: str | os.PathLike | None = None, out: str | o
                   f"zoo models. Training all the zoo models they use took {train:.1f} min when they were trained (each model "
                   f"counted once: a model trained by an earlier run of the same configuration is loaded from the cache; one trained beside "
                   f"others by its share of the machine), so the batch from scratch "
-                  f"costs about {shared - trained_here + train:.0f} min." +
+                  f"costs about {from_scratch:.0f} min." +
                   (f" This invocation spent {invocation:.1f} min (`status.json`)." if has_status else ""), ""]
     by_paper, budget = cost_by_paper(cost_runs, board), BUDGET_MINUTES.get(b.name)
     if not by_paper.empty:   # each paper's share of the batch from scratch, and the budget it must stay within
@@ -836,8 +837,10 @@ def build_report(batch: str, root: str | os.PathLike | None = None, out: str | o
             table = _read_table(d, c.table)
             results.append(dataclasses.replace(check_claim(c, table, _read_table(d, c.marks) if c.marks else None),
                                                seeds=seed_check(c, table)))
-    cost = (f"The batch's cost: {wall:.1f} min of wall time for the results shown, about {wall - trained_here + train:.0f} min "
-            f"from scratch with every zoo model trained" + (f"; this invocation spent {invocation:.1f} min" if has_status else "") + ".")
+    shown = (f"{shared:.1f} min as their share of the machine for the results shown ({wall:.1f} min of wall time, {beside} "
+             f"run{'s' if beside > 1 else ''} beside others)" if beside else f"{wall:.1f} min of wall time for the results shown")
+    cost = (f"The batch's cost: {shown}, about {from_scratch:.0f} min from scratch with every zoo model trained"
+            + (f"; this invocation spent {invocation:.1f} min" if has_status else "") + ".")
     profiles = list(dict.fromkeys(r.parameters["profile"] for r in b.runs if isinstance(r.parameters.get("profile"), str)))
     weak = weak_models({n: _read_table(states[n].folder, "training") for n in usable})
     lines = (head + caveats_section(profiles, weak, results) + (scoreboard_section(board, states, results, wall_min) + [cost, ""] if board else [])

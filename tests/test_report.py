@@ -152,6 +152,25 @@ def test_models_shared_by_runs_count_once_in_the_cost_from_scratch(tmp_path):
     assert "Training all the zoo models they use took 10.0 min" in text and "from scratch costs about 15 min" in text, text
 
 
+def test_runs_beside_others_cost_their_share_in_every_sentence(tmp_path):
+    """Two runs executed two at once (`--run-workers 2`): each 2.5 min of wall time, 1.25 min as its share of the
+    machine (its process 2.5 min, its share half); the model they use trained once, 10 min. From scratch: 2 x 1.25 +
+    10 = 12.5 min, in the scoreboard's sentence as in the cost section's (the README's standing line reads the first),
+    not the 15 min that counting the wall times would give."""
+    import json
+    from invariances.report import build_report
+    root = _project(tmp_path, runs=("ericsson-table2", "ericsson-table3"))
+    for name in ("ericsson-table2", "ericsson-table3"):
+        run = root / "repro/runs/t" / name; _table2_folder(run)
+        (run / "provenance.json").write_text(json.dumps({"runner": {"wall_s": 150.0, "process_s": 150.0, "share_s": 75.0,
+                                                                    "git": {"commit": "abcdef1234567"}}}))
+    _status(root / "repro/runs/t", **{"ericsson-table2": ("ok", "k1", ""), "ericsson-table3": ("ok", "k1", "")})
+    text = build_report("t", root, root / "REPORT.md").text
+    assert "(2.5 min as their share of the machine: 2 of them ran beside others)" in text and "from scratch costs about 12 min" in text, text
+    assert ("The batch's cost: 2.5 min as their share of the machine for the results shown (5.0 min of wall time, 2 runs "
+            "beside others), about 12 min from scratch with every zoo model trained") in text, text
+
+
 def test_report_shows_nothing_of_a_failed_or_stale_run(tmp_path):
     """Issue 17: the folder of a failed run still holds the previous run's tables; the report shows none of its numbers,
     says it failed with the message and the log, and its claims are not evaluated. The same for a stale run (its
