@@ -9,12 +9,12 @@ in one forward a split BatchNorm's sub-batch mixes the key views, in a forward p
 its own (as the query is, and as MoCo's code normalises its one key batch), so the prototype trains other weights.
 Each thread count runs in a child process of its own (a training process's threads are fixed at its start, and the
 `make repro` pool trains two models at once with one thread each), the two steps alternating within it; median of
-`--steps` after two warm-up steps each, CPU time of the process (wall beside).
+`--steps` after two warm-up steps each (`_timing.alternating_medians`), CPU time of the process (wall beside).
 """
-import argparse, json, os, statistics, sys, time
+import argparse, json, os, statistics, sys
 
 sys.path.insert(0, os.path.dirname(__file__))
-from _timing import child_rounds, training_step
+from _timing import alternating_medians, child_rounds, training_step
 
 
 def per_view_looc():
@@ -53,14 +53,9 @@ def child(threads, steps):
         method = build("looc-3")
         if cls is not None: method.__class__ = cls
         cases[name] = training_step(runtime.model(method).train(), images, 256, torch.Generator().manual_seed(0), runtime)
-    for f in cases.values(): f(); f()
-    cpu, wall = {k: [] for k in cases}, {k: [] for k in cases}
-    for _ in range(steps):
-        for k, f in cases.items():
-            c, w = time.process_time(), time.perf_counter(); f()
-            cpu[k].append(time.process_time() - c); wall[k].append(time.perf_counter() - w)
-    med = lambda d: {k: statistics.median(v) for k, v in d.items()}
-    print(json.dumps({"runtime": runtime.path, "cpu": med(cpu), "wall": med(wall)}))
+    for f in cases.values(): f()   # a second warm-up each (alternating_medians drops one round)
+    cpu, wall = alternating_medians(cases, steps)
+    print(json.dumps({"runtime": runtime.path, "cpu": cpu, "wall": wall}))
 
 
 def main():
