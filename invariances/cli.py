@@ -14,7 +14,7 @@ from . import __version__
 from .core import at_least_one, write_text
 from .repro import load_batch, project_root, read_status, run_batch, summary_markdown
 from .report import build_report, report_path
-from .launch import dry_run, make_executor, train_in_parallel, train_zoo_models
+from .launch import batch_models, dry_run, make_executor, train_in_parallel, train_zoo_models, training_outlook
 
 # %% auto #0
 __all__ = ['EXAMPLES', 'DOCS', 'batch_names', 'main', 'list_runs', 'notebook_markdown', 'readme_from_index', 'stale_docs',
@@ -27,7 +27,7 @@ EXAMPLES = """examples:
   invariances-repro cpu --only xiao-table2      one run (its zoo models trained first when not cached)
   invariances-repro cpu --train-workers 2       the batch's zoo models first, two at once (one core each on 2 cores)
   invariances-repro cpu --run-workers 2         then its notebooks two at once too
-  invariances-repro cpu --list                  the runs, their state here and their parameters
+  invariances-repro cpu --list                  the runs, their state here, their parameters; the training left
   invariances-repro gpu --dry-run               one step of every model and run at paper shape, on the CPU
   invariances-repro gpu --launcher slurm --partition P --gpus-per-node 8   train on a cluster, then run
 """
@@ -115,7 +115,8 @@ def _parameters_summary(parameters: dict, width: int = 60) -> str:
 
 def list_runs(batch, out: Path, only: list[str] | None = None, root: Path | None = None) -> str:
     """A table of `batch`'s runs (those of `only`): whether the run folder `out` holds a result, the last invocation's
-    status (`status.json`), and the run's parameters in short; then where the committed report is."""
+    status (`status.json`), and the run's parameters in short; then where the committed report is, and what training
+    their zoo models still takes here (`launch.training_outlook`)."""
     last = read_status(out)
     rows = [{"run": r.name, "notebook": r.notebook.name,
              "here": "done" if (out / r.name / ".done.json").is_file() else "not run",
@@ -126,7 +127,8 @@ def list_runs(batch, out: Path, only: list[str] | None = None, root: Path | None
     report = report_path(batch.name, root or project_root())
     tail = f"\nrun folder: {out}" + (f"\ncommitted report: {report.relative_to(report.parent.parent)} (what a batch run last built and "
                                      "committed; `here` is this machine's run folder)" if report.is_file() else "")
-    return text + tail
+    models = batch_models(dataclasses.replace(batch, runs=[r for r in batch.runs if not only or r.name in only]))
+    return text + tail + "\n" + (training_outlook(models) or "zoo models: every one these runs train is in the cache here")
 
 
 # %% ../nbs/82_cli.ipynb #a13cef6c

@@ -25,8 +25,8 @@ from .evaluation.experiment import with_replicates
 # %% auto #0
 __all__ = ['FORWARDED_ENV', 'FIGURE_TRANSFORMS', 'DRY_SIZES', 'DRY_STEPS', 'ZooModel', 'zoo_models', 'batch_models',
            'profile_argument', 'parse_profile', 'rendezvous_port', 'TrainJob', 'main', 'make_executor',
-           'train_zoo_models', 'relative_cost', 'train_in_parallel', 'DryRunError', 'dry_profile', 'dry_runtime',
-           'fabricated_root', 'dry_run']
+           'train_zoo_models', 'relative_cost', 'training_outlook', 'train_in_parallel', 'DryRunError', 'dry_profile',
+           'dry_runtime', 'fabricated_root', 'dry_run']
 
 # %% ../nbs/84_launch.ipynb #6b91a5bb
 @dataclass(frozen=True)
@@ -188,6 +188,19 @@ def _train_command(model: ZooModel) -> list[str]:
            profile_argument(model.profile), "--seed", str(model.seed)]
     return cmd + (["--data-root", str(model.data_root)] if model.data_root else [])
 
+def training_outlook(models: Sequence[ZooModel]) -> str:
+    """In words, what training the `models` that the cache lacks should take here: how many, and their minutes at the
+    speed the models already on this machine trained (`zoo.training_estimate`), the longest apart (no number of workers
+    shortens it); '' when every one that trains is cached."""
+    trains = [m for m in models if get_method(zoo.get_model(m.name).method).trains]
+    todo = [m for m in trains if not zoo.is_cached(m.name, m.profile, m.seed, m.data_root)]
+    if not todo: return ""
+    minutes = [e for m in todo if (e := zoo.training_estimate(m.name, m.profile, m.data_root)) is not None]
+    text = f"{len(todo)} of {len(trains)} zoo models still to train here"
+    if minutes: text += f": about {sum(minutes):,.0f} model-minutes at the speed the models here trained (the longest {max(minutes):,.0f})"
+    if len(minutes) < len(todo): text += f"; {len(todo) - len(minutes)} with no trained model of its method and width to go by"
+    return text
+
 def train_in_parallel(batch: str | Batch | Sequence[ZooModel], workers: int = 2, threads: int | None = None,
                       log_dir: str | os.PathLike | None = None, echo=print) -> list[ZooModel]:
     """Train every zoo model `batch` needs (or the `ZooModel`s given) that the cache lacks, `workers` at once on this
@@ -209,7 +222,8 @@ def train_in_parallel(batch: str | Batch | Sequence[ZooModel], workers: int = 2,
     # each worker's training path is the machine's measured choice for its thread count (`Runtime.detect`: the first
     # worker measures it under a file lock while the others wait, then they read it)
     env = os.environ | process_env() | {"OMP_NUM_THREADS": str(threads), zoo.TRAINED_ALONGSIDE_ENV: str(at_once)}
-    echo(f"training {len(jobs)} zoo model(s), {at_once} at once with {threads} thread(s) each; logs in {log_dir}")
+    echo(f"training {len(jobs)} zoo model(s), {at_once} at once with {threads} thread(s) each; logs in {log_dir}"
+         + (f"\n  {outlook}" if (outlook := training_outlook(jobs)) else ""))
 
     logs = {m: log_dir / f"{m.name}-{get_profile(m.profile).name}-s{m.seed}.log" for m in jobs}
     failed, started = [], time.perf_counter()

@@ -20,7 +20,7 @@ from .store import (MANIFEST, CacheError, begin_entry, check_entry, check_file, 
                                record_digest, warn_damaged)
 from .data.imageset import ImageSet
 from .models import CheckpointError, Encoder, load_backbone, read_checkpoint
-from .profiles import Profile, get_profile
+from .profiles import Profile, get_profile, with_budget
 from .train.loop import CHECKPOINT, init_distributed, world_info
 from .train.methods import SNAPSHOT_DIR, SNAPSHOT_FRACTIONS, get_method, method_config, snapshot_step, snapshot_steps, train
 from .train.tracking import TrackingConfig, region_tracks
@@ -444,18 +444,21 @@ def get(name: str, profile: str | Profile = "cpu", seed: int = 0, root=None, run
 
 def training_estimate(name: str, profile: str | Profile = "cpu", root=None) -> float | None:
     """Minutes zoo model `name` should take to train here: its steps at the median seconds per step of the models of the
-    same method and width already trained at `profile` on this machine (None when there are none to go by, or it does
-    not train: at the `cpu` profile the 3x wider Default(x3) took 3.0x a Default's time on this 2-core CPU, 17.3 against 5.5
-    and 5.8 minutes, neither 1x nor the 9x of its arithmetic)."""
+    same method and width already trained on this machine at `profile`, or at `profile` without its budget (`with_budget`:
+    the same shapes, so the same seconds per step; there `name` itself counts too, so a 16x model's estimate is 16 times
+    its own time when it alone is trained). None when there are none to go by, or it does not train: width must match
+    (at the `cpu` profile the 3x wider Default(x3) took 3.0x a Default's time on a 2-core CPU, 17.3 against 5.5 and 5.8
+    minutes, neither 1x nor the 9x of its arithmetic)."""
     p, m = get_profile(profile), get_model(name)
     steps = getattr(model_config(name, p), "steps", None)
     if not get_method(m.method).trains or not steps: return None
-    def record(other):                     # a model whose data is not under this root has no record here
-        try: return training_record(other, p, 0, root) or {}
+    def record(other, q):                  # a model whose data is not under this root has no record here
+        try: return training_record(other, q, 0, root) or {}
         except FileNotFoundError: return {}
-    rates = [r["train_seconds"] / r["steps"] for other, o in MODELS.items()
-             if other != name and o.method == m.method and o.width_multiplier == m.width_multiplier
-             for r in [record(other)] if r.get("steps") and r.get("train_seconds")]
+    base = with_budget(p, 1.0)
+    rates = [r["train_seconds"] / r["steps"] for q in ([p] if base == p else [p, base]) for other, o in MODELS.items()
+             if (other != name or q != p) and o.method == m.method and o.width_multiplier == m.width_multiplier
+             for r in [record(other, q)] if r.get("steps") and r.get("train_seconds")]
     return float(np.median(rates)) * steps / 60 if rates else None
 
 def _train(folder: Path, name: str, p: Profile, seed: int, root, runtime, progress) -> Encoder:
