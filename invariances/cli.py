@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         if a.train_workers > 1 and a.launcher != "none":
             raise ValueError(f"--train-workers {a.train_workers} trains here, --launcher {a.launcher} in jobs: choose one")
         out = Path(a.out or root / "repro" / "runs" / batch.name)
-        chosen = dataclasses.replace(batch, runs=[r for r in batch.runs if not only or r.name in only])   # their models first
+        chosen = _chosen(batch, only)   # their models first
         # notebooks side by side should not each train a model in its kernel: the models are trained first
         if a.launcher == "none" and (a.train_workers > 1 or a.run_workers > 1):
             train_in_parallel(chosen, a.train_workers, log_dir=out / "train-logs")
@@ -113,6 +113,10 @@ def _parameters_summary(parameters: dict, width: int = 60) -> str:
     text = ", ".join(f"{k}={short(v)}" for k, v in parameters.items())
     return text if len(text) <= width else text[:width - 3] + "..."
 
+def _chosen(batch, only: list[str] | None):
+    "`batch` with the runs of `only` alone (all of them without it)."
+    return dataclasses.replace(batch, runs=[r for r in batch.runs if not only or r.name in only])
+
 def list_runs(batch, out: Path, only: list[str] | None = None, root: Path | None = None) -> str:
     """A table of `batch`'s runs (those of `only`): whether the run folder `out` holds a result, the last invocation's
     status (`status.json`), and the run's parameters in short; then where the committed report is, and what training
@@ -121,13 +125,13 @@ def list_runs(batch, out: Path, only: list[str] | None = None, root: Path | None
     rows = [{"run": r.name, "notebook": r.notebook.name,
              "here": "done" if (out / r.name / ".done.json").is_file() else "not run",
              "last invocation": last.get(r.name, {}).get("status", "-"),
-             "parameters": _parameters_summary(r.parameters)} for r in batch.runs if not only or r.name in only]
+             "parameters": _parameters_summary(r.parameters)} for r in _chosen(batch, only).runs]
     widths = {k: max(len(k), *(len(r[k]) for r in rows)) for k in rows[0]}
     text = "\n".join("  ".join(f"{r[k]:<{w}}" for k, w in widths.items()).rstrip() for r in [dict(zip(widths, widths))] + rows)
     report = report_path(batch.name, root or project_root())
     tail = f"\nrun folder: {out}" + (f"\ncommitted report: {report.relative_to(report.parent.parent)} (what a batch run last built and "
                                      "committed; `here` is this machine's run folder)" if report.is_file() else "")
-    models = batch_models(dataclasses.replace(batch, runs=[r for r in batch.runs if not only or r.name in only]))
+    models = batch_models(_chosen(batch, only))
     return text + tail + "\n" + (training_outlook(models) or "zoo models: every one these runs train is in the cache here")
 
 
