@@ -279,11 +279,12 @@ def cpu_runtime_choice(measure: bool = True) -> tuple[str, str, dict | None]:
                        "measured_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}
                 how = "measured"
                 share = m.get("core_share", 1.0)
-                if share < CPU_PROBE["min_core_share"]:   # another process had the cores: a choice for now, not for good
-                    how = "measured on shared cores, not cached"
+                if share < CPU_PROBE["min_core_share"]:   # another process had the cores: its winner is noise, not a choice
+                    how = "measured on shared cores: fp32, not cached"
                     warnings.warn(f"the CPU runtime probe had {share:.0%} of {key['threads']} cores (another process "
-                                  f"was busy); it chose {rec['choice']!r} for this process only and measures again in "
-                                  "the next one", stacklevel=3)
+                                  f"was busy; its timings chose {rec['choice']!r}): this process trains in fp32, and "
+                                  "the next one measures again", stacklevel=3)
+                    rec = rec | {"choice": "fp32", "disturbed_choice": rec["choice"]}
                 else:
                     try: write_json(path, rec | {"digest": _probe_digest(rec)})
                     except OSError as e: warnings.warn(f"could not cache the CPU runtime probe in {path}: {e}", stacklevel=3)

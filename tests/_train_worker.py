@@ -1,6 +1,7 @@
 """Worker for tests/test_train.py: a tiny MoCo-v2 (or PIRL, Frame Temporal Invariance, Ground-Truth Tracks) run, optionally killed with SIGKILL in the middle of a step.
 
-python tests/_train_worker.py OUT_DIR [--kill-at-view N] [--steps S] [--threads T] [--method moco|pirl|frame_temporal|gt_tracks|gt_tracks_crop]   (also run under torchrun for the DDP test)
+python tests/_train_worker.py OUT_DIR [--kill-at-view N] [--steps S] [--threads T] [--method moco|pirl|frame_temporal|gt_tracks|gt_tracks_crop]
+    [--runtime-by-rank PATH,PATH]   (also run under torchrun for the DDP tests; the last: each rank's $INVARIANCES_CPU_RUNTIME)
 """
 import argparse, dataclasses, json, os, signal, sys
 from pathlib import Path
@@ -9,6 +10,7 @@ import numpy as np, pandas as pd, torch
 
 from invariances.data.imageset import ImageSet
 from invariances.policies import Policy, get_policy
+from invariances.runtime import CPU_RUNTIME_ENV
 from invariances.train.moco import MocoConfig
 from invariances.train.methods import train, train_moco
 from invariances.train.pirl import PirlConfig
@@ -43,7 +45,9 @@ def main():
     ap.add_argument("--steps", type=int, default=8); ap.add_argument("--batch-size", type=int, default=8)
     ap.add_argument("--threads", type=int, default=1)  # 2: MoCo runs its two encoders side by side
     ap.add_argument("--method", default="moco", choices=["moco", "pirl", "frame_temporal", "gt_tracks", "gt_tracks_crop"])
+    ap.add_argument("--runtime-by-rank", default=None)   # e.g. "fp32,channels_last": what each rank would choose alone
     a = ap.parse_args()
+    if a.runtime_by_rank: os.environ[CPU_RUNTIME_ENV] = a.runtime_by_rank.split(",")[int(os.environ.get("RANK", 0))]
     torch.set_num_threads(a.threads)
     calls = [0]
     spatial = get_policy("spatial", 32 if a.method == "pirl" else 16)
@@ -68,7 +72,8 @@ def main():
     rank, world, _ = world_info()
     ck = torch.load(Path(a.out_dir) / "checkpoint.pt", weights_only=True)
     # what this process holds at the end (the live module, not the file), for the DDP consistency check
-    torch.save({"encoder": enc.backbone.state_dict(), "step": ck["step"]}, Path(a.out_dir) / f"final_rank{rank}.pt")
+    torch.save({"encoder": enc.backbone.state_dict(), "step": ck["step"], "runtime_path": ck.get("runtime_path")},
+               Path(a.out_dir) / f"final_rank{rank}.pt")
 
 
 if __name__ == "__main__":

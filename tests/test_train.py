@@ -1,18 +1,30 @@
 """Integration tests of the training loop: hard-kill + resume equality, DDP with 2 gloo processes, torchvision loading."""
-import os, subprocess, sys
+import functools, os, subprocess, sys
 from pathlib import Path
 
 import pytest
 import torch
 import torchvision
 
+from invariances.runtime import CPU_RUNTIME_ENV, Runtime, cpu_runtime_env
+
 ROOT = Path(__file__).resolve().parents[1]
 WORKER = ROOT / "tests" / "_train_worker.py"
 
 
+@functools.cache
+def _machine_path():
+    "The CPU path this machine trains on (`Runtime.detect`, measured once and cached)."
+    return Runtime.detect("cpu").path
+
+
 def _env():
+    """The workers' environment. Runs compared bit for bit must take one CPU path: each worker would otherwise choose
+    its own, and a probe measured on busy cores (another test, another job) is not cached, so two workers could
+    differ. They take the machine's choice, or `$INVARIANCES_CPU_RUNTIME` when set."""
     env = dict(os.environ, PYTHONPATH=f"{ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}", OMP_NUM_THREADS="1")
     for k in ("WORLD_SIZE", "RANK", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"): env.pop(k, None)
+    if cpu_runtime_env() == "auto": env[CPU_RUNTIME_ENV] = _machine_path()
     return env
 
 
@@ -105,6 +117,23 @@ def test_ddp_two_gloo_processes(tmp_path):
     _run(tmp_path / "single", "--steps", "4")
     single = torch.load(tmp_path / "single" / "final_rank0.pt", weights_only=True)
     assert not torch.equal(single["encoder"]["conv1.weight"], r0["encoder"]["conv1.weight"])
+
+
+@pytest.mark.slow
+def test_ddp_ranks_that_would_choose_different_cpu_paths_train_on_rank_0s(tmp_path):
+    """Each process's `Runtime.detect` may choose its own CPU path (e.g. one probe measured while the other rank was
+    busy is not cached, and picks fp32): DDP then finds parameters in different memory formats across ranks and stops.
+    `init_distributed` makes every rank take rank 0's path: here rank 0 would take fp32, rank 1 channels_last."""
+    out = tmp_path / "ddp"
+    cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", str(WORKER), str(out),
+           "--steps", "2", "--batch-size", "8", "--runtime-by-rank", "fp32,channels_last"]
+    p = subprocess.run(cmd, env=_env(), capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stdout + p.stderr
+    r0, r1 = (torch.load(out / f"final_rank{r}.pt", weights_only=True) for r in (0, 1))
+    assert r0["runtime_path"] == "fp32" and _method_state(out)["runtime_path"] == "fp32"
+    for k in r0["encoder"]:
+        if "running_" in k or "num_batches" in k: continue
+        assert torch.equal(r0["encoder"][k], r1["encoder"][k]), k
 
 
 def test_moco_checkpoint_loads_into_plain_torchvision_resnet(tmp_path):

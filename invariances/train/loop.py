@@ -108,13 +108,22 @@ def world_info() -> tuple[int, int, int]:
     return int(os.environ.get("RANK", 0)), int(os.environ.get("WORLD_SIZE", 1)), int(os.environ.get("LOCAL_RANK", 0))
 
 def init_distributed(runtime: Runtime | None = None) -> Runtime:
-    "Join the torchrun process group when WORLD_SIZE > 1 (gloo on CPU, NCCL on CUDA); return this process's runtime."
+    """Join the torchrun process group when WORLD_SIZE > 1 (gloo on CPU, NCCL on CUDA); return this process's runtime.
+    On CPU every rank takes rank 0's path: DDP needs each parameter in the same memory format in every process, and
+    each process's own `Runtime.detect` may choose differently (a probe measured on busy cores is not cached, so each
+    rank measures its own). Every rank calls this at the same points, so the broadcast is matched."""
     rank, world, local_rank = world_info()
     if world > 1 and torch.cuda.is_available() and (runtime is None or runtime.device.type == "cuda"):
         torch.cuda.set_device(local_rank); runtime = Runtime.detect(f"cuda:{local_rank}")
     runtime = runtime or Runtime.detect()
     if world > 1 and not dist.is_initialized():
         dist.init_process_group("nccl" if runtime.device.type == "cuda" else "gloo")
+    if runtime.device.type == "cpu" and is_distributed():
+        first = [runtime.path]; dist.broadcast_object_list(first, src=0)
+        if first[0] != runtime.path:
+            if first[0] not in CPU_RUNTIMES:
+                raise ValueError(f"rank 0 trains on the CPU path {first[0]!r}, which this process cannot take (one of {list(CPU_RUNTIMES)})")
+            runtime = Runtime.cpu(first[0], selected_by=f"rank 0 of the process group (this process: {runtime.path}, {runtime.selected_by})")
     return runtime
 
 def is_distributed() -> bool: return dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1
