@@ -16,7 +16,7 @@ from .health import TARGETS, margin_ratio
 
 # %% auto #0
 __all__ = ['paper_layout', 'Table2', 'table2', 'plot_invariance_profiles', 'plot_table2', 'plot_score_table',
-           'correlation_blocks', 'plot_parallel_coordinates', 'plot_radar', 'training_table']
+           'correlation_blocks', 'family_means', 'plot_parallel_coordinates', 'plot_radar', 'training_table']
 
 # %% ../../nbs/71_tables.ipynb #ef773a34
 def paper_layout(distance: pd.DataFrame, similarity: pd.DataFrame, marks: pd.DataFrame) -> pd.DataFrame:
@@ -164,6 +164,23 @@ def correlation_blocks(rho: pd.DataFrame, row_family: Mapping[str, str], col_fam
         block = lambda rows: float(np.nanmean(rho.loc[rows, cols].to_numpy(float))) if rho.loc[rows, cols].notna().any().any() else np.nan
         out[cfam] = {"corresponding family": block(same), "other family": block(other), "no correlation": 0.0}
     return pd.DataFrame(out).rename_axis("rows")
+
+# %% ../../nbs/71_tables.ipynb #77478601
+def family_means(rho: pd.DataFrame, family: Mapping[str, str]) -> pd.DataFrame:
+    """Each column of a rank-correlation matrix `rho` on its own, against the rows of each family: the mean rho over
+    that family's rows (`family`: row -> family; families in the order their first row comes; rows without one left
+    out; NaN cells do not count, a column with none left is NaN), and a row 'no correlation' of zeros. The blocks of
+    `correlation_blocks` pool a family of columns; the papers' sentences about one transform or one task need it alone
+    (Figure E.1's invert, E.2's 300W): `family_means(rho.T, column_family)` reads each row of `rho` across the column
+    families."""
+    groups = {}
+    for r in rho.index:
+        if r in family: groups.setdefault(family[r], []).append(r)
+    if not groups: raise ValueError(f"no row of rho has a family: rows {list(rho.index)}, families given for {list(family)}")
+    out = pd.DataFrame({f: rho.loc[rows].astype(float).mean(skipna=True) for f, rows in groups.items()}).T
+    out.loc["no correlation"] = 0.0
+    return out.rename_axis("rows")
+
 
 # %% ../../nbs/71_tables.ipynb #0a7126b6
 def plot_parallel_coordinates(table: pd.DataFrame, styles: Mapping[str, dict] | None = None, title: str = ""):
