@@ -72,8 +72,7 @@ def main():
     rank, world, _ = world_info()
     ck = torch.load(Path(a.out_dir) / "checkpoint.pt", weights_only=True)
     # what this process holds at the end (the live module, not the file), for the DDP consistency check
-    torch.save({"encoder": enc.backbone.state_dict(), "step": ck["step"], "runtime_path": ck.get("runtime_path")},
-               Path(a.out_dir) / f"final_rank{rank}.pt")
+    torch.save({"encoder": enc.backbone.state_dict(), "step": ck["step"]}, Path(a.out_dir) / f"final_rank{rank}.pt")
 
 
 if __name__ == "__main__":

@@ -130,7 +130,7 @@ def test_ddp_ranks_that_would_choose_different_cpu_paths_train_on_rank_0s(tmp_pa
     p = subprocess.run(cmd, env=_env(), capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, p.stdout + p.stderr
     r0, r1 = (torch.load(out / f"final_rank{r}.pt", weights_only=True) for r in (0, 1))
-    assert r0["runtime_path"] == "fp32" and _method_state(out)["runtime_path"] == "fp32"
+    assert _method_state(out)["runtime_path"] == "fp32"
     for k in r0["encoder"]:
         if "running_" in k or "num_batches" in k: continue
         assert torch.equal(r0["encoder"][k], r1["encoder"][k]), k

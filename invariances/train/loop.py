@@ -120,9 +120,7 @@ def init_distributed(runtime: Runtime | None = None) -> Runtime:
         dist.init_process_group("nccl" if runtime.device.type == "cuda" else "gloo")
     if runtime.device.type == "cpu" and is_distributed():
         first = [runtime.path]; dist.broadcast_object_list(first, src=0)
-        if first[0] != runtime.path:
-            if first[0] not in CPU_RUNTIMES:
-                raise ValueError(f"rank 0 trains on the CPU path {first[0]!r}, which this process cannot take (one of {list(CPU_RUNTIMES)})")
+        if first[0] != runtime.path:   # `Runtime.cpu` refuses a path that is not one of CPU_RUNTIMES, naming it
             runtime = Runtime.cpu(first[0], selected_by=f"rank 0 of the process group (this process: {runtime.path}, {runtime.selected_by})")
     return runtime
 
