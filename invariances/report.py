@@ -28,10 +28,10 @@ __all__ = ['CLAIM_KEYS', 'OPTIONAL_CLAIM_KEYS', 'WITHIN_NOISE', 'RUN_STATUSES', 
            'seed_replicates', 'seed_spread', 'column_margins', 'flip_distance', 'SeedCheck', 'seed_check',
            'load_paper_values', 'side_by_side', 'RunState', 'run_states', 'load_scoreboard', 'batch_runs',
            'report_path', 'committed_run_status', 'rebuild_table', 'scoreboard_section', 'standing',
-           'committed_rebuild_table', 'update_rebuild_table', 'cost_by_paper', 'plot_cost', 'claim_outcome',
-           'why_not_held', 'claims_section', 'seeds_summary', 'minutes_per_model', 'plot_claims_against_compute',
-           'scale_note', 'supervised_note', 'weak_models', 'caveats_section', 'data_notes_section', 'Report',
-           'build_report']
+           'committed_rebuild_table', 'update_rebuild_table', 'cost_by_paper', 'budget_gap', 'plot_cost',
+           'claim_outcome', 'why_not_held', 'claims_section', 'seeds_summary', 'minutes_per_model',
+           'plot_claims_against_compute', 'scale_note', 'supervised_note', 'weak_models', 'caveats_section',
+           'data_notes_section', 'Report', 'build_report']
 
 # %% ../nbs/81_report.ipynb #a5a5a0ab
 CLAIM_KEYS = {"id", "paper", "quote", "rule", "run", "table", "check", "rows", "columns", "expect",
@@ -505,6 +505,21 @@ def cost_by_paper(runs: list[dict], board: list[dict]) -> pd.DataFrame:
     out.index.name = "paper"
     return out
 
+def budget_gap(cost: pd.DataFrame, budget: float | None) -> str:
+    """What keeping within `budget` minutes would take with every table kept, from the minutes per paper (`cost_by_paper`):
+    the share of its steps each model could train, or how much faster the machine would have to be; '' when within it."""
+    if not budget or cost.empty: return ""
+    train, evals = cost["training (min)"].sum(), cost["evaluation (min)"].sum()
+    total = train + evals
+    if total <= budget: return ""
+    left = budget - evals
+    if left <= 0 or train <= 0:
+        return (f"Its evaluation alone takes {evals:.0f} min of the {budget:.0f}: no share of training would fit it; a machine "
+                f"{total / budget:.1f}x as fast would.")
+    return (f"With every table kept, the {budget:.0f} minutes leave {left:.0f} for training, which takes {train:.0f} now: "
+            f"every model trained for {left / train:.2f} of its steps (and its health judged at that budget), or a machine "
+            f"{total / budget:.1f}x as fast.")
+
 def plot_cost(cost: pd.DataFrame, budget: float | None = None, title: str = ""):
     "The minutes from scratch per paper as stacked bars (training, evaluation), with the batch's budget if it has one."
     import matplotlib.pyplot as plt
@@ -821,7 +836,8 @@ def build_report(batch: str, root: str | os.PathLike | None = None, out: str | o
                        "Training: the zoo models the paper's runs use, each counted once at its first use; evaluation: the "
                        "rest of the runs' wall time.", "", table_markdown(by_paper, ".1f"),
                        f"From scratch the batch takes about {total:.0f} min" +
-                       (f" of its {budget:.0f}-minute budget: **{'within' if total <= budget else 'over'}**." if budget else "."), "",
+                       (f" of its {budget:.0f}-minute budget: **{'within' if total <= budget else 'over'}**." if budget else ".") +
+                       (" " + gap if (gap := budget_gap(by_paper, budget)) else ""), "",
                        f"![minutes per paper]({dest.relative_to(report_path.parent).as_posix()})", ""]
     # claims: only on usable runs
     # a claim of run X is checked on X and on every run of the batch that is a variant of X (trained longer, ...)
