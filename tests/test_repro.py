@@ -212,6 +212,21 @@ def test_the_smoke_batch_runs_every_experiment_notebook():
     assert "experiments" in (root / "Makefile").read_text().split("nbdev_test", 1)[1].splitlines()[0]
 
 
+
+def test_cpu_fit_is_the_cpu_batch_at_its_budget_share():
+    """`cpu-fit` answers "what would the main job show within its two hours": it must stay the `cpu` batch, run for run,
+    with only `budget` added (to every run whose notebook takes one), so a change to `cpu.yaml` must reach it too."""
+    from invariances.repro import declared_parameters, load_batch
+    cpu, fit = load_batch("cpu"), load_batch("cpu-fit")
+    assert [(r.name, r.notebook.name) for r in fit.runs] == [(r.name, r.notebook.name) for r in cpu.runs], "cpu-fit's runs are not the cpu batch's"
+    budgets = set()
+    for a, b in zip(cpu.runs, fit.runs):
+        takes_budget = "budget" in declared_parameters(a.notebook)
+        assert "budget" in b.parameters or not takes_budget, f"cpu-fit's {b.name} trains at the cpu batch's full length"
+        assert {k: v for k, v in b.parameters.items() if k != "budget"} == a.parameters, f"cpu-fit's {b.name} differs from the cpu batch's beyond its budget"
+        if takes_budget: budgets.add(b.parameters["budget"])
+    assert len(budgets) == 1 and 0 < budgets.pop() < 1, "every cpu-fit run trains at one share of the recipe's steps"
+
 # `cpu` runs that read out Default MoCo's weights without its other seeds, and why
 WITHOUT_SEEDS = {"ericsson-tablec1": "no claim reads its tables",
                  "ericsson-figc1": "snapshots along training, which the zoo keeps at the models' own seed",
