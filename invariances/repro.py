@@ -20,10 +20,10 @@ from .runs import MODEL_PARAMETERS, table_markdown
 from .runtime import process_env
 
 # %% auto #0
-__all__ = ['RUN_KEYS', 'BATCH_MODELS', 'PROGRESS_FILE', 'PROGRESS_POLL_S', 'PLAIN_EVERY_S', 'STATUS', 'RUN_LOGS', 'project_root',
-           'library_digest', 'RunSpec', 'Batch', 'load_batch', 'declared_parameters', 'declared_type', 'type_allows',
-           'check_parameters', 'parameter_errors', 'run_settings', 'data_digests', 'missing_data', 'run_key',
-           'stale_data', 'RunResult', 'failed_folder', 'remove_folder', 'replace_folder', 'clean_leftovers',
+__all__ = ['BATCH_KEYS', 'RUN_KEYS', 'BATCH_MODELS', 'PROGRESS_FILE', 'PROGRESS_POLL_S', 'PLAIN_EVERY_S', 'STATUS', 'RUN_LOGS',
+           'project_root', 'library_digest', 'RunSpec', 'Batch', 'load_batch', 'declared_parameters', 'declared_type',
+           'type_allows', 'check_parameters', 'parameter_errors', 'run_settings', 'data_digests', 'missing_data',
+           'run_key', 'stale_data', 'RunResult', 'failed_folder', 'remove_folder', 'replace_folder', 'clean_leftovers',
            'progress_text', 'LiveLine', 'live_line', 'watch_progress', 'execute_run', 'read_status', 'summary_markdown',
            'run_batch', 'execute_at_once', 'main']
 
@@ -61,24 +61,41 @@ class Batch:
     runs: list[RunSpec]
     path: Path
 
-RUN_KEYS = {"name", "notebook", "parameters", "data", "variant_of"}   # what a batch file may say of a run
+BATCH_KEYS = {"description", "extends", "parameters", "budget", "runs"}   # what a batch file may say at its top level
+RUN_KEYS = {"name", "notebook", "parameters", "data", "variant_of"}       # what it may say of a run
 _RUN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")   # a run's name is its folder's name
 
 def load_batch(name_or_path: str | os.PathLike, root: Path | None = None) -> Batch:
-    "Read `repro/batches/<name>.yaml` (or a path), checking every field and that every notebook exists."
+    """Read `repro/batches/<name>.yaml` (or a path), checking every field and that every notebook exists. A batch may
+    `extends: <batch>` (every run of that batch first, as it is there, then its own) and set `budget: <share>` (every
+    run whose notebook declares `budget`, and does not set its own, trains its zoo models for that share of their steps)."""
     root = root or project_root()
+    p = _batch_file(name_or_path, root)
+    description, runs = _read_runs(p, root, ())
+    _expand_batch_models(runs, p)
+    return Batch(p.stem, description, runs, p)
+
+def _batch_file(name_or_path, root: Path) -> Path:
     p = Path(name_or_path)
     if p.suffix not in (".yaml", ".yml"): p = root / "repro" / "batches" / f"{name_or_path}.yaml"
     if not p.is_file():
         known = sorted(f.stem for f in (root / "repro" / "batches").glob("*.yaml"))
         raise FileNotFoundError(f"batch file {p} not found; known batches: {', '.join(known)}")
+    return p
+
+def _read_runs(p: Path, root: Path, chain: tuple) -> tuple[str, list[RunSpec]]:
+    "A batch file's description and runs, those of the batch it extends first; `chain`: the files extending it."
+    if p.resolve() in chain: raise ValueError(f"{p}: `extends` goes round in a circle: {' -> '.join(c.stem for c in chain)} -> {p.stem}")
     spec = yaml.safe_load(p.read_text()) or {}
     if not isinstance(spec, dict) or not isinstance(spec.get("runs", []), list):
         raise ValueError(f"{p}: expected a mapping with a `runs` list")
-    unknown = set(spec) - {"description", "parameters", "runs"}
-    if unknown: raise ValueError(f"{p}: unknown top-level keys {sorted(unknown)}")
-    shared = spec.get("parameters") or {}
-    runs, seen = [], set()
+    unknown = set(spec) - BATCH_KEYS
+    if unknown: raise ValueError(f"{p}: unknown top-level keys {sorted(unknown)}; a batch file may have {sorted(BATCH_KEYS)}")
+    runs = []
+    if "extends" in spec:
+        if not isinstance(spec["extends"], str): raise ValueError(f"{p}: extends must name one batch, got {spec['extends']!r}")
+        runs = _read_runs(_batch_file(spec["extends"], root), root, (*chain, p.resolve()))[1]
+    shared, seen = spec.get("parameters") or {}, {r.name for r in runs}
     for i, r in enumerate(spec.get("runs") or []):
         if not isinstance(r, dict) or "name" not in r or "notebook" not in r:
             raise ValueError(f"{p}: run #{i} needs `name` and `notebook`, got {r!r}")
@@ -86,7 +103,7 @@ def load_batch(name_or_path: str | os.PathLike, root: Path | None = None) -> Bat
         if not isinstance(r["name"], str) or not _RUN_NAME.fullmatch(r["name"]) or r["name"].endswith(".failed"):
             raise ValueError(f"{p}: run name {r['name']!r} is not a folder name (letters, digits, `.`, `_`, `-`; "
                              "not ending in `.failed`)")
-        if r["name"] in seen: raise ValueError(f"{p}: run name {r['name']!r} appears twice")
+        if r["name"] in seen: raise ValueError(f"{p}: run name {r['name']!r} appears twice" + (f" (also in {spec['extends']!r}, which it extends)" if "extends" in spec else ""))
         variant = r.get("variant_of")
         if variant is not None and (not isinstance(variant, str) or not _RUN_NAME.fullmatch(variant) or variant == r["name"]):
             raise ValueError(f"{p}: run {r['name']!r}: variant_of must name another run, got {variant!r}")
@@ -94,8 +111,16 @@ def load_batch(name_or_path: str | os.PathLike, root: Path | None = None) -> Bat
         nb = root / "nbs" / "experiments" / r["notebook"]
         if not nb.is_file(): raise FileNotFoundError(f"{p}: run {r['name']!r}: notebook {nb} not found")
         runs.append(RunSpec(r["name"], nb, {**shared, **(r.get("parameters") or {})}, list(r.get("data") or []), variant))
-    _expand_batch_models(runs, p)
-    return Batch(p.stem, spec.get("description", ""), runs, p)
+    if "budget" in spec: _give_budget(runs, spec["budget"], p)
+    return spec.get("description", ""), runs
+
+def _give_budget(runs: list[RunSpec], budget, p: Path) -> None:
+    "Set `budget` on every run whose notebook declares it and that names none of its own (in place)."
+    if isinstance(budget, bool) or not isinstance(budget, (int, float)) or not 0 < budget < math.inf:
+        raise ValueError(f"{p}: budget must be a positive share of each model's steps (0.5: half of them), got {budget!r}")
+    takers = [r for r in runs if "budget" in declared_parameters(r.notebook)]
+    if not takers: raise ValueError(f"{p}: budget {budget!r}, but no run's notebook declares `budget` (none trains a zoo model)")
+    for r in takers: r.parameters.setdefault("budget", budget)
 
 # %% ../nbs/80_repro.ipynb #ecb5e4c6
 def declared_parameters(notebook: str | os.PathLike) -> dict:

@@ -215,7 +215,9 @@ def test_the_smoke_batch_runs_every_experiment_notebook():
 
 def test_cpu_fit_is_the_cpu_batch_at_its_budget_share():
     """`cpu-fit` answers "what would the main job show within its two hours": it must stay the `cpu` batch, run for run,
-    with only `budget` added (to every run whose notebook takes one), so a change to `cpu.yaml` must reach it too."""
+    with only `budget` added (to every run whose notebook takes one). `extends: cpu` makes it so; this checks what
+    `load_batch` makes of the two files, so a cpu-fit that lists runs of its own, or a cpu run that sets its own budget,
+    fails here."""
     from invariances.repro import declared_parameters, load_batch
     cpu, fit = load_batch("cpu"), load_batch("cpu-fit")
     assert [(r.name, r.notebook.name) for r in fit.runs] == [(r.name, r.notebook.name) for r in cpu.runs], "cpu-fit's runs are not the cpu batch's"
