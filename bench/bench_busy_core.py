@@ -30,7 +30,7 @@ def child(path, steps):
     config = MocoConfig(arch="resnet18", width=0.25, image_size=48, batch_size=256, steps=100, lr=0.06, queue_size=0,
                         key_momentum=0.5, bn_splits=4, crop_scale_min=0.4, policy="default")
     method = MoCo(config)
-    rt = Runtime.cpu(path)
+    rt = Runtime.cpu(path).for_training(method)
     images = np.random.default_rng(0).integers(0, 256, (512, 48, 48, 3), dtype=np.uint8)
     step = training_step(rt.model(method).train(), images, 256, torch.Generator().manual_seed(0), rt)
     cpu, wall = alternating_medians({"step": step}, steps)

@@ -22,7 +22,7 @@ runner-check's notebook in a kernel whose working folder is the run's, where a r
 Everything runs in a temporary cache (`INVARIANCES_CACHE`); nothing of the user's cache is touched. On the same
 machine, `pytest tests/test_train.py -k every_method` trains every method two steps on CUDA, and `--query-variants`
 times the query path with split or plain BatchNorm, in channels_last or NCHW (the measurement behind
-`Runtime.model` keeping split-BN encoders NCHW). Results of 2026-11-26 (one H100): bench/RESULTS.md.
+`Runtime.for_training`). Results of 2026-11-26 (one H100): bench/RESULTS.md.
 """
 import argparse, dataclasses, json, os, statistics, sys, tempfile, time, traceback
 from pathlib import Path
@@ -95,11 +95,8 @@ def query_variants(p, runtime: Runtime, steps: int = 10) -> dict:
         rt = dataclasses.replace(runtime, channels_last=cl)
         x = rt.images(xb.clone())
         for splits in (8, 1):
-            # the queries split as the keys (query_bn="split"), and timed in the layout asked even then (`Runtime.model`
-            # would keep a split encoder NCHW): this measures what the split costs in each layout
-            cfg = MocoConfig(arch=p.arch, image_size=p.image_size, batch_size=p.batch_size, bn_splits=splits, query_bn="split")
+            cfg = MocoConfig(arch=p.arch, image_size=p.image_size, batch_size=p.batch_size, bn_splits=splits)
             moco = rt.model(MoCo(cfg, get_policy("default", p.image_size))).train()
-            if cl: moco.encoder_q.to(memory_format=torch.channels_last); moco.encoder_q.memory_format = None
             if splits == 8:
                 import copy
                 from invariances.models import SplitBatchNorm

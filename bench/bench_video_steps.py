@@ -40,7 +40,7 @@ def main():
     for k, c in configs.items():
         method = get_method(zoo.get_model({"moco": "video-baseline", "gt-tracks-crop": "gt-tracks"}.get(k, k)).method).method
         c = dataclasses.replace(c, batch_size=batch)
-        m = method.build(c, pairs); rt = runtime     # `rt.model` as `fit` does: the encoder with split BatchNorm stays NCHW
+        m = method.build(c, pairs); rt = runtime.for_training(m)     # as `fit` does: NCHW for split BatchNorm on CUDA
         built[k] = (rt.model(m).train(), c, rt)
     gen = torch.Generator().manual_seed(0)
     def step(k):

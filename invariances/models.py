@@ -19,10 +19,10 @@ from .core import IMAGENET_MEAN, IMAGENET_STD, save_torch, write_json
 
 # %% auto #0
 __all__ = ['ARCHS', 'RESNET_STAGES', 'BackboneConfig', 'ParallelStage', 'make_resnet', 'separable_max_pool2d', 'MaxPool2d',
-           'Encoder', 'ProjectionHead', 'SplitBatchNorm', 'has_split_bn', 'set_bn_splits', 'FeatureTaps',
-           'tap_features', 'FusedEncoder', 'CheckpointError', 'read_checkpoint', 'sidecar_path', 'save_backbone',
-           'load_backbone', 'encoder_from_state_dict', 'infer_backbone_config', 'import_moco_checkpoint',
-           'import_torchvision_weights', 'import_vissl_checkpoint', 'load_public_checkpoint']
+           'Encoder', 'ProjectionHead', 'SplitBatchNorm', 'FeatureTaps', 'tap_features', 'FusedEncoder',
+           'CheckpointError', 'read_checkpoint', 'sidecar_path', 'save_backbone', 'load_backbone',
+           'encoder_from_state_dict', 'infer_backbone_config', 'import_moco_checkpoint', 'import_torchvision_weights',
+           'import_vissl_checkpoint', 'load_public_checkpoint']
 
 # %% ../nbs/30_models.ipynb #27580cb7
 ARCHS = {"resnet18": (tv_resnet.BasicBlock, [2, 2, 2, 2]), "resnet34": (tv_resnet.BasicBlock, [3, 4, 6, 3]),
@@ -128,21 +128,18 @@ class Encoder(nn.Module):
         self.backbone = backbone if backbone is not None else make_resnet(**asdict(self.config), norm_layer=norm_layer)
         self.register_buffer("mean", torch.tensor(IMAGENET_MEAN).view(1, 3, 1, 1), persistent=False)
         self.register_buffer("std", torch.tensor(IMAGENET_STD).view(1, 3, 1, 1), persistent=False)
-        # the memory layout forward gives its input (None: as it comes); `Runtime.model` keeps an encoder that
-        # normalises split sub-batches in NCHW beside others in channels_last
-        self.memory_format: torch.memory_format | None = None
 
     @property
     def feature_dim(self) -> int: return self.config.feature_dim
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if x.ndim != 4 or x.shape[1] != 3: raise ValueError(f"expected float images (N,3,H,W), got shape {tuple(x.shape)}")
-        return self.backbone(self._normalise(x))
+        return self.backbone((x - self.mean) / self.std)
 
     def up_to(self, x: torch.Tensor, stage: str = "layer3") -> torch.Tensor:
         "The unpooled output of `stage` for images `x`: the first part of `forward`."
         if x.ndim != 4 or x.shape[1] != 3: raise ValueError(f"expected float images (N,3,H,W), got shape {tuple(x.shape)}")
-        x = self._normalise(x)
+        x = (x - self.mean) / self.std
         for name in RESNET_STAGES[:self._stage(stage) + 1]: x = getattr(self.backbone, name)(x)
         return x
 
@@ -151,10 +148,6 @@ class Encoder(nn.Module):
         of `forward`, so `after(up_to(x, s), s)` is `forward(x)`."""
         for name in RESNET_STAGES[self._stage(stage) + 1:]: maps = getattr(self.backbone, name)(maps)
         return self.backbone.fc(torch.flatten(self.backbone.avgpool(maps), 1))
-
-    def _normalise(self, x: torch.Tensor) -> torch.Tensor:
-        if self.memory_format is not None: x = x.contiguous(memory_format=self.memory_format)
-        return (x - self.mean) / self.std
 
     def _stage(self, stage: str) -> int:
         if stage not in RESNET_STAGES: raise ValueError(f"unknown stage {stage!r}; a ResNet's are {RESNET_STAGES}")
@@ -203,17 +196,6 @@ class SplitBatchNorm(nn.BatchNorm2d):
             self.running_mean.copy_(mean.view(s, C).mean(0)); self.running_var.copy_(var.view(s, C).mean(0))
             self.num_batches_tracked.add_(1)
         return out
-
-def has_split_bn(module: nn.Module) -> bool:
-    "Whether `module` normalises split sub-batches anywhere (a `SplitBatchNorm` with more than one split)."
-    return any(isinstance(m, SplitBatchNorm) and m.num_splits > 1 for m in module.modules())
-
-def set_bn_splits(module: nn.Module, num_splits: int) -> nn.Module:
-    "Make every `SplitBatchNorm` of `module` normalise `num_splits` sub-batches (1: the whole batch); returns `module`."
-    if num_splits < 1: raise ValueError(f"num_splits must be >= 1, got {num_splits}")
-    for m in module.modules():
-        if isinstance(m, SplitBatchNorm): m.num_splits = num_splits
-    return module
 
 # %% ../nbs/30_models.ipynb #ddf7913c
 class FeatureTaps:

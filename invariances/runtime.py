@@ -14,7 +14,7 @@ from typing import Mapping, Sequence
 import torch
 
 from .core import cache_dir, config_key, run_concurrently, write_json
-from .models import Encoder, SplitBatchNorm, has_split_bn, make_resnet
+from .models import SplitBatchNorm, make_resnet
 
 # %% auto #0
 __all__ = ['CPU_RUNTIMES', 'CPU_RUNTIME_ENV', 'CPU_PROBE', 'PROCESS_ENV', 'Runtime', 'cpu_bf16_native', 'choose_cpu_runtime',
@@ -70,21 +70,19 @@ class Runtime:
         return torch.autocast(self.device.type, dtype=self.amp_dtype)
 
     def model(self, module: torch.nn.Module) -> torch.nn.Module:
-        """Move `module` to the device (and memory format) of this runtime. In `channels_last`, every `Encoder` of
-        `module` that normalises split sub-batches (`SplitBatchNorm`: the momentum key encoder of MoCo and LooC,
-        shuffled BN) stays NCHW and takes its input so: the split's channel reshape cannot keep channels_last, so each of
-        its BN layers would copy the activation there and back. On an H100 (bf16, ResNet-50, 224 px, batch 256) a MoCo
-        step with split BN in both encoders took 0.28 s in channels_last against 0.19 s without, while a network of
-        plain BatchNorm ran 1.8x faster in channels_last (`bench/bench_gpu.py`); on a CPU with AMX 1.40x
-        (`bench/bench_split_bn.py`). The query encoder, which normalises the whole batch (`MocoConfig.query_bn`),
-        takes channels_last."""
+        "Move `module` to the device (and memory format) of this runtime."
         module = module.to(self.device)
-        if not self.channels_last: return module
-        module = module.to(memory_format=torch.channels_last)
-        for m in module.modules():
-            if isinstance(m, Encoder) and has_split_bn(m):
-                m.to(memory_format=torch.contiguous_format); m.memory_format = torch.contiguous_format
-        return module
+        return module.to(memory_format=torch.channels_last) if self.channels_last else module
+
+    def for_training(self, module: torch.nn.Module) -> "Runtime":
+        """This runtime for training `module`. On CUDA, without channels_last where `module` normalises split
+        sub-batches (`SplitBatchNorm`: MoCo's and LooC's shuffled BN): its channel reshape cannot keep that layout, so
+        every BN layer converts the activation there and back. On an H100 (bf16, ResNet-50, 224 px, batch 256) that made
+        the MoCo step 0.28 s in channels_last against 0.19 s without, while a network of plain BatchNorm ran 1.8x faster
+        in channels_last (`bench/bench_gpu.py`, `bench/RESULTS.md`). On a CPU the probe times a split-BN step itself."""
+        if self.device.type != "cuda" or not self.channels_last: return self
+        if not any(isinstance(m, SplitBatchNorm) and m.num_splits > 1 for m in module.modules()): return self
+        return replace(self, channels_last=False, selected_by="; ".join(filter(None, (self.selected_by, "NCHW for split BatchNorm"))))
 
     def images(self, x: torch.Tensor) -> torch.Tensor:
         "Move an image batch (N,C,H,W) to the device (and memory format) of this runtime."
@@ -104,7 +102,7 @@ class Runtime:
 CPU_RUNTIMES = {"fp32": (None, False), "channels_last": (None, True),  # name -> (autocast dtype, channels_last)
                 "bf16": (torch.bfloat16, False), "bf16+channels_last": (torch.bfloat16, True)}
 CPU_RUNTIME_ENV = "INVARIANCES_CPU_RUNTIME"  # one of CPU_RUNTIMES or "auto" (the default: measured once per machine)
-CPU_PROBE = dict(width=0.5, size=64, batch=32, bn_splits=4, warmup=1, steps=5, margin=0.10, min_core_share=0.8, version=4)   # 4: MoCo's queries normalise the whole batch, its keys split and NCHW
+CPU_PROBE = dict(width=0.5, size=64, batch=32, bn_splits=4, warmup=1, steps=5, margin=0.10, min_core_share=0.8, version=3)   # 3: the probe is models.make_resnet with models.SplitBatchNorm
 
 def cpu_bf16_native() -> bool:
     "Whether this CPU has bf16 arithmetic (AVX-512 BF16 or AMX); elsewhere bf16 autocast is emulated and many times slower."
@@ -149,9 +147,8 @@ def _probe_network(width: float, bn_splits: int = 1) -> torch.nn.Module:
 
 def measure_cpu_runtime(candidates: Sequence[str] | None = None, **probe) -> dict:
     """Seconds per training step of `_probe_network` on this CPU for each candidate of `CPU_RUNTIMES`, on two
-    workloads: `plain` (forward, backward, SGD, as supervised training) and `moco` (the same, as MoCo's queries, beside
-    a no-grad forward of a key encoder with MoCo's split BatchNorm, in NCHW in every candidate as `Runtime.model` keeps
-    it, as `run_concurrently` runs MoCo's key encoder). `warmup` steps
+    workloads: `plain` (forward, backward, SGD, as supervised training) and `moco` (the same with MoCo's split
+    BatchNorm, beside a no-grad forward of a key copy as `run_concurrently` runs MoCo's key encoder). `warmup` steps
     are discarded, then `steps` rounds visit every candidate and workload in turn (a load spike hits all alike), the
     median of each. The decision uses the process's CPU time (steadier than wall time on a shared machine); wall-clock
     figures are kept beside it. `core_share` is the CPU time the timed steps got over their wall time times the
@@ -169,11 +166,11 @@ def measure_cpu_runtime(candidates: Sequence[str] | None = None, **probe) -> dic
         x = torch.rand(p["batch"], 3, p["size"], p["size"])
         def make_step(name, splits):
             amp, cl = CPU_RUNTIMES[name]
-            net, xi = _probe_network(p["width"]).train(), x          # whole-batch BN: supervised training, MoCo's queries
+            net, xi = _probe_network(p["width"], splits).train(), x
             if cl: net, xi = net.to(memory_format=torch.channels_last), x.contiguous(memory_format=torch.channels_last)
-            key = _probe_network(p["width"], splits).train().requires_grad_(False) if splits > 1 else None   # split, NCHW
+            key = copy.deepcopy(net).requires_grad_(False) if splits > 1 else None
             def key_forward():
-                with torch.no_grad(): return key(x)
+                with torch.no_grad(): return key(xi)
             opt = torch.optim.SGD(net.parameters(), lr=1e-3, momentum=0.9)
             def step():
                 with torch.autocast("cpu", dtype=amp or torch.bfloat16, enabled=amp is not None):

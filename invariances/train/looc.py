@@ -17,7 +17,7 @@ import torch.distributed as dist
 
 from ..core import run_concurrently
 from ..ops import check_images
-from ..models import BackboneConfig, Encoder, ProjectionHead, SplitBatchNorm, set_bn_splits
+from ..models import BackboneConfig, Encoder, ProjectionHead, SplitBatchNorm
 from ..profiles import DEFAULT_IMAGE_SIZE
 from ..policies import LOOC_AUGS, Policy, get_policy, new_generator
 from .loop import all_gather_cat, is_distributed
@@ -109,7 +109,6 @@ class LooC(MethodBase):
             self.heads_q = nn.ModuleList(ProjectionHead(head_in, config.proj_dim, config.proj_hidden) for _ in range(spaces))
             queues = nn.ModuleList(KeyQueue(config.queue_size, config.proj_dim) for _ in range(spaces))
         self.encoder_k, self.heads_k = momentum_copy(self.encoder_q), momentum_copy(self.heads_q)
-        if config.query_bn == "whole": set_bn_splits(self.encoder_q, 1)   # only the keys split, as MoCo's (55_moco)
         self.queues = queues
 
     def views(self, x: torch.Tensor, generator: torch.Generator | None = None):

@@ -216,7 +216,8 @@ def fit(method: nn.Module, train_set: ImageSet, config: LoopConfig, out_dir: str
         # the steps still to run must take the arithmetic path the checkpoint's steps took, or resuming is not exact
         warnings.warn(f"{ckpt_path} was trained on the {ck['runtime_path']!r} path; resuming on it, not on {runtime.path!r}")
         runtime = Runtime.cpu(ck["runtime_path"], selected_by="the checkpoint it resumes")
-    method = runtime.model(method)   # in channels_last, an encoder with split BatchNorm stays NCHW (`Runtime.model`)
+    runtime = runtime.for_training(method)   # the memory format the method trains fastest in (split BN on CUDA: NCHW)
+    method = runtime.model(method)
     make_batch = getattr(method, "batch", image_batch)   # the method's own batch (frame pairs, tracks), else images
     optimizer = _make_optimizer(method, config)
     # augmentation randomness, on the CPU whatever the device: the per-image parameters are small, and a seed then draws

@@ -16,7 +16,7 @@ import torch.nn.functional as F
 import torch.distributed as dist
 
 from ..core import run_concurrently
-from ..models import Encoder, ProjectionHead, SplitBatchNorm, set_bn_splits
+from ..models import Encoder, ProjectionHead, SplitBatchNorm
 from ..policies import Policy
 from .loop import all_gather_cat, is_distributed
 from .losses import batch_infonce_loss, infonce_loss
@@ -24,11 +24,9 @@ from .method import EncoderConfig, MethodBase, SSL_VIEWS
 from .momentum import KeyQueue, batch_shuffle, momentum_copy, momentum_update
 
 # %% auto #0
-__all__ = ['QUERY_BN', 'MocoConfig', 'MoCo']
+__all__ = ['MocoConfig', 'MoCo']
 
 # %% ../../nbs/55_moco.ipynb #6d4b54ac
-QUERY_BN = ("whole", "split")   # the query encoder's BatchNorm (`MocoConfig.query_bn`; the section *Shuffled BatchNorm*)
-
 @dataclass
 class MocoConfig(EncoderConfig):
     "Everything that defines a MoCo-v2 run (and names it in the zoo)."
@@ -42,7 +40,6 @@ class MocoConfig(EncoderConfig):
     proj_dim: int = 128
     proj_hidden: int | None = None
     bn_splits: int = 8
-    query_bn: str = "whole"   # the queries' BatchNorm: over the whole batch, or "split" as the keys' (the one-GPU demo's)
     shared_augs: tuple[str, ...] = ()   # augmentations the key copies from the query (Xiao et al. Table 1: the same rotation)
     LATE_FIELDS: ClassVar[tuple[str, ...]] = EncoderConfig.LATE_FIELDS + ("shared_augs",)   # () keeps earlier keys
 
@@ -50,7 +47,6 @@ class MocoConfig(EncoderConfig):
         self.shared_augs = (self.shared_augs,) if isinstance(self.shared_augs, str) else tuple(self.shared_augs)
         if self.batch_size % self.bn_splits:
             raise ValueError(f"batch_size {self.batch_size} must be divisible by bn_splits {self.bn_splits}")
-        if self.query_bn not in QUERY_BN: raise ValueError(f"query_bn must be one of {QUERY_BN}, got {self.query_bn!r}")
         if not 0 <= self.key_momentum < 1: raise ValueError(f"key_momentum must be in [0, 1), got {self.key_momentum}")
         if self.temperature <= 0: raise ValueError(f"temperature must be > 0, got {self.temperature}")
         if self.queue_size < 0: raise ValueError(f"queue_size must be >= 0 (0: the batch's other keys are the negatives), got {self.queue_size}")
@@ -88,7 +84,6 @@ class MoCo(MethodBase):
             self.head_q = ProjectionHead(self.encoder_q.feature_dim, config.proj_dim, config.proj_hidden)
             queue = KeyQueue(config.queue_size, config.proj_dim)
         self.encoder_k, self.head_k = momentum_copy(self.encoder_q), momentum_copy(self.head_q)
-        if config.query_bn == "whole": set_bn_splits(self.encoder_q, 1)   # only the keys split (section *Shuffled BatchNorm*)
         self.queue = queue
         for a in config.shared_augs:   # an augmentation the policy does not have: refused here, naming it and the policy's
             if not isinstance(self.policy, Policy): raise TypeError(f"shared_augs {config.shared_augs} needs a Policy, got {type(self.policy).__name__}")
