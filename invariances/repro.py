@@ -95,7 +95,8 @@ def _read_runs(p: Path, root: Path, chain: tuple) -> tuple[str, list[RunSpec]]:
     if "extends" in spec:
         if not isinstance(spec["extends"], str): raise ValueError(f"{p}: extends must name one batch, got {spec['extends']!r}")
         runs = _read_runs(_batch_file(spec["extends"], root), root, (*chain, p.resolve()))[1]
-    shared, seen = spec.get("parameters") or {}, {r.name for r in runs}
+    shared, inherited = spec.get("parameters") or {}, {r.name for r in runs}   # `parameters`: this file's own runs only
+    seen = set(inherited)
     for i, r in enumerate(spec.get("runs") or []):
         if not isinstance(r, dict) or "name" not in r or "notebook" not in r:
             raise ValueError(f"{p}: run #{i} needs `name` and `notebook`, got {r!r}")
@@ -103,7 +104,7 @@ def _read_runs(p: Path, root: Path, chain: tuple) -> tuple[str, list[RunSpec]]:
         if not isinstance(r["name"], str) or not _RUN_NAME.fullmatch(r["name"]) or r["name"].endswith(".failed"):
             raise ValueError(f"{p}: run name {r['name']!r} is not a folder name (letters, digits, `.`, `_`, `-`; "
                              "not ending in `.failed`)")
-        if r["name"] in seen: raise ValueError(f"{p}: run name {r['name']!r} appears twice" + (f" (also in {spec['extends']!r}, which it extends)" if "extends" in spec else ""))
+        if r["name"] in seen: raise ValueError(f"{p}: run name {r['name']!r} appears twice" + (f" (also in {spec['extends']!r}, which it extends)" if r["name"] in inherited else ""))
         variant = r.get("variant_of")
         if variant is not None and (not isinstance(variant, str) or not _RUN_NAME.fullmatch(variant) or variant == r["name"]):
             raise ValueError(f"{p}: run {r['name']!r}: variant_of must name another run, got {variant!r}")
