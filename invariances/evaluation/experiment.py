@@ -60,9 +60,11 @@ class Experiment:
             encoders[key] = zoo.get(name, self.profile, seed, self.data_root, runtime=self.runtime, progress=progress)
             self.records[key] = zoo.training_record(name, self.profile, seed, self.data_root) or {}
             # the cost names the weights as the zoo keys them (a model under another paper's name is the same weights,
-            # `zoo.weights_of`), at another budget another model: cost_by_paper counts each once
+            # `zoo.weights_of`), at another share of its steps another model: cost_by_paper counts each once (a
+            # reference trains at its full length under a budget below 1, `EncoderConfig.budget_share`: the same weights)
             weights = zoo.instance(zoo.weights_of(name, self.profile), seed, self.seed)
-            cost_name = weights if self.profile.budget == 1 else f"{weights} ({self.profile.budget:g}x budget)"
+            share = get_method(zoo.get_model(name).method).config.budget_share(self.profile.budget)
+            cost_name = weights if share == 1 else f"{weights} ({share:g}x budget)"
             # its share of the machine's time: a model trained beside others (`launch.train_in_parallel`, N at once on
             # the machine's cores) took 1/N of its training's wall time from the batch
             seconds, alongside = self.records[key].get("train_seconds", 0.0), self.records[key].get("trained_alongside", 1)

@@ -55,6 +55,9 @@ class EncoderConfig(LoopConfig):
     crop_scale_min: float | None = None   # the random resized crop's smallest area fraction (None: the policy's own)
     LATE_FIELDS: ClassVar[tuple[str, ...]] = ("crop_scale_min",)
     SCALES: ClassVar[dict[str, dict]] = {}  # per profile name: this method's own hyper-parameters at that scale
+    # A reference (the supervised model) is the yardstick the others are measured against: a budget below 1 does not
+    # shorten it, since a weaker yardstick would move every comparison with it; a budget above 1 lengthens it too
+    REFERENCE: ClassVar[bool] = False
 
     @property
     def backbone(self) -> BackboneConfig: return BackboneConfig(self.arch, self.width, self.small_stem)
@@ -62,16 +65,21 @@ class EncoderConfig(LoopConfig):
     @classmethod
     def from_profile(cls, profile: Profile, **overrides):
         """The config at `profile`'s scale: the profile's fields, then `cls.SCALES[profile.name]`, then the fields the
-        profile pins (`Profile.pinned`), the steps (or epochs) times `profile.budget`, then `overrides`."""
+        profile pins (`Profile.pinned`), the steps (or epochs) times `budget_share(profile.budget)`, then `overrides`."""
         names = {f.name for f in fields(cls)}
         unknown = sorted(set(overrides) - names)
         if unknown: raise TypeError(f"{cls.__name__} has no field(s) {unknown}")
         base = {k: getattr(profile, k) for k in _FROM_PROFILE} | cls.SCALES.get(profile.name, {})
         base |= {k: getattr(profile, k) for k in profile.pinned if k in names}
-        if profile.budget != 1:   # the same recipe trained longer (or shorter): the steps, or the epochs, scaled
-            if base["steps"] is not None: base["steps"] = max(1, round(base["steps"] * profile.budget))
-            base["epochs"] = base["epochs"] * profile.budget
+        if (share := cls.budget_share(profile.budget)) != 1:   # the same recipe trained longer (or shorter)
+            if base["steps"] is not None: base["steps"] = max(1, round(base["steps"] * share))
+            base["epochs"] = base["epochs"] * share
         return cls(**(base | overrides))
+
+    @classmethod
+    def budget_share(cls, budget: float) -> float:
+        "The share of its steps this method trains for under a profile's `budget`: the budget, but never below 1 for a reference."
+        return max(budget, 1.0) if cls.REFERENCE else budget
 
 # %% ../../nbs/51_method.ipynb #1cd4decd
 class MethodBase(nn.Module):

@@ -28,6 +28,7 @@ class SupervisedConfig(EncoderConfig):
     weight_decay: float = 1e-4
     policy: str = "spatial"  # crop and flip, the supervised ImageNet augmentation
     n_classes: int | None = None  # None: max(target) + 1
+    REFERENCE = True  # the yardstick: a budget share below 1 does not shorten it (`EncoderConfig.budget_share`)
 
 class Supervised(MethodBase):
     "Cross-entropy with a linear classifier on an `Encoder`, as a `Method` (`invariances.train.method`)."
