@@ -18,7 +18,7 @@ from . import zoo
 from .core import write_bytes, write_text
 from .profiles import Profile, get_profile, with_budget
 from .runs import table_markdown
-from .repro import declared_parameters, load_batch, project_root
+from .repro import load_batch, project_root
 from .train.moco import MocoConfig
 
 # %% auto #0
@@ -440,7 +440,8 @@ def standing(root: str | os.PathLike | None = None) -> str:
         text, status = path.read_text(), committed_run_status(path)
         when = re.search(r"Generated (\d{4}-\d\d-\d\d)", text)
         claims = re.search(r"(\d+) of (\d+) claims held at this scale(?: \((\d+) not evaluated\))?", text)
-        cost = re.search(r"about (\d+) min\s+from scratch", text)
+        # the cost sentence of the scoreboard section, not a batch description that quotes an older cost
+        cost = re.search(r"about (\d+) min\s+from scratch\s+with every zoo model trained", text)
         seeds = re.search(r"Other seeds: (\d+) of \d+ evaluated claims rest on a table with models at other seeds \(`seed_check`\); "
                           r"(?:(\d+) of them|none of them)", text)
         weak = WEAK_CLAIMS.search(text)
@@ -859,10 +860,10 @@ def build_report(batch: str, root: str | os.PathLike | None = None, out: str | o
              f"run{'s' if beside > 1 else ''} beside others)" if beside else f"{wall:.1f} min of wall time for the results shown")
     cost = (f"The batch's cost: {shown}, about {from_scratch:.0f} min from scratch with every zoo model trained"
             + (f"; this invocation spent {invocation:.1f} min" if has_status else "") + ".")
-    # each profile at the budget its training runs take (a variant's other budgets are the cost section's and the plot's)
+    # each profile at the budget its training runs were given (a batch's `budget:`, which `load_batch` sets on every run
+    # that takes one); a variant's other budgets are the cost section's and the plot's
     at_profile = [r for r in b.runs if isinstance(r.parameters.get("profile"), str) and not r.variant_of]
-    profiles = (list(dict.fromkeys(with_budget(r.parameters["profile"], r.parameters.get("budget") or 1) for r in at_profile
-                                   if "budget" in declared_parameters(r.notebook)))
+    profiles = (list(dict.fromkeys(with_budget(r.parameters["profile"], r.parameters["budget"]) for r in at_profile if "budget" in r.parameters))
                 or list(dict.fromkeys(r.parameters["profile"] for r in at_profile)))
     weak = weak_models({n: _read_table(states[n].folder, "training") for n in usable})
     lines = (head + caveats_section(profiles, weak, results) + (scoreboard_section(board, states, results, wall_min) + [cost, ""] if board else [])
