@@ -28,7 +28,7 @@ class Profile:
     epochs: float = 1.0           # used when steps is None
     checkpoint_every: int = 50
     health_images: tuple[int, int] = (5000, 2000)   # (reference, held-out) images of the health readout
-    budget: float = 1.0           # every model's training steps (or epochs) times this: the same recipe trained longer
+    budget: float = 1.0           # every model's steps (or epochs) times this, a reference's never below 1: the recipe trained longer
     pinned: tuple[str, ...] = ()  # fields kept over each method's own `SCALES` (a dry run's one step of a small batch)
 
     def __post_init__(self):   # a profile read back from JSON (a job's argument) has lists here
