@@ -15,8 +15,9 @@ import torch
 from ..metrics.inputs import as_features
 
 # %% auto #0
-__all__ = ['METRICS', 'TRAIN_PER_CLASS', 'wd_grid', 'Fused', 'LinearResult', 'linear_readout', 'linear_readout_train_test',
-           'LogisticFit', 'logistic_regression', 'ridge_readout', 'topk_readout', 'topk_accuracy', 'fuse_features']
+__all__ = ['METRICS', 'LBFGS_MEMORY', 'TRAIN_PER_CLASS', 'wd_grid', 'Fused', 'LinearResult', 'linear_readout',
+           'linear_readout_train_test', 'LogisticFit', 'logistic_regression', 'ridge_readout', 'topk_readout',
+           'topk_accuracy', 'fuse_features']
 
 # %% ../../nbs/75_linear.ipynb #e71a22dc
 def wd_grid(n_fused: int = 1, n: int = 45, shift: float = 2.0) -> np.ndarray:
@@ -179,19 +180,19 @@ def _score(metric: str, pred, true) -> float:
     return float(np.mean([(pred[true == c] == c).mean() for c in np.unique(true)]))   # mean recall of the classes present
 
 def _logistic_scores(x, codes, K, splits, wds, metric, tol, max_iter, device, dtype):
-    "(W, F) validation scores and (W, F) iterations of the warm-started path on each (train, validation) split."
+    "(W, F) validation scores and (W, F) iterations of the warm-started path, every (train, validation) split side by side."
     scores, iters = np.zeros((len(wds), len(splits))), np.zeros((len(wds), len(splits)), int)
     X = torch.as_tensor(x, device=device)
-    V = _principal_axes(X)[1]                 # one set of axes for every split
-    order, stopped = np.argsort(wds)[::-1], 0  # strong -> weak regularisation
-    for j, (tr, va) in enumerate(splits):
-        fold = _Fold(X, tr, va, V, dtype)
-        for i, (_, W, b, it, ok, _) in zip(order, _logistic_path(fold, codes[tr], K, wds[order], tol, max_iter)):
-            pred = (fold.Zva @ W + b).argmax(1).cpu().numpy()
-            scores[i, j], iters[i, j] = _score(metric, pred, codes[va]), it
-            stopped += not ok
+    folds = _Folds(X, splits, codes, _principal_axes(X)[1], dtype)   # one set of axes for every split
+    order, stopped = np.argsort(wds)[::-1], 0                        # strong -> weak regularisation
+    for i, (_, W, b, it, ok) in zip(order, _logistic_path(folds, K, wds[order], tol, max_iter)):
+        W, b = torch.as_tensor(W, device=device), torch.as_tensor(b, device=device)
+        for j, (_, va) in enumerate(splits):
+            scores[i, j] = _score(metric, (folds.Zva[j] @ W[j] + b[j]).argmax(1).cpu().numpy(), codes[va])
+        iters[i] = it; stopped += int((~ok).sum())
     if stopped: warnings.warn(f"{stopped} of {scores.size} logistic fits stopped at max_iter={max_iter} with |gradient| > tol={tol}")
     return scores, iters
+
 
 # %% ../../nbs/75_linear.ipynb #0c4ba1a8
 def _principal_axes(x: torch.Tensor):
@@ -206,88 +207,147 @@ def _principal_axes(x: torch.Tensor):
     s = s2.sqrt()
     return mean, (E if n >= D else (xc.T @ E) / s), s
 
-class _Fold:
-    """A training fold centred by its own mean and rotated onto the axes `V`, and its validation rows the same way.
-    `Z` (n, r) and `ZT` (r, n) are in the compute `dtype`; the rest is float64."""
-    def __init__(self, X: torch.Tensor, tr, va, V: torch.Tensor, dtype):
-        self.n, self.V = len(tr), V
-        self.mean = X[tr].to(torch.float64).mean(0)
-        self.Z = (X[tr].to(dtype) - self.mean.to(dtype)) @ V.to(dtype)
-        self.ZT = self.Z.T.contiguous()                                   # both layouts keep both products fast
-        self.s2 = (self.Z.to(torch.float64) ** 2).sum(0)                  # n x the variance along each axis
-        self.Zva = (X[va].to(torch.float64) - self.mean) @ V if len(va) else None
+LBFGS_MEMORY = 20   # curvature pairs: twice scipy's default, fewer iterations for less time (bench/bench_transfer.py --memory)
 
-def _logistic_path(fold: _Fold, codes_tr, K: int, wds, tol: float, max_iter: int, curvature: float = 0.25):
-    """Multinomial logistic regression on `fold` at each L2 strength of `wds` in the order given (strong to weak), each fit
-    warm-started from the previous one. Yields (wd, W (r, K) on the fold's axes, b (K,) for its centred features,
-    iterations, stopped before max_iter, function evaluations)."""
-    dtype, device, f64 = fold.Z.dtype, fold.Z.device, torch.float64
-    n, r = fold.Z.shape
-    y = torch.as_tensor(codes_tr, device=device)[None]                   # (1, n)
-    mnorm, bound = float(fold.mean.norm()), (K * fold.V.shape[0]) ** 0.5
-    onW = torch.cat([torch.ones(K * r, dtype=f64, device=device), torch.zeros(K, dtype=f64, device=device)])
-    x = torch.zeros(K * r + K, dtype=f64, device=device)                 # [W (K, r) row-major, b (K,)]
-    f = g = lam_old = None; S, Y = [], []
+class _Folds:
+    """The training folds of `splits`, each centred by its own mean and rotated onto the shared axes `V`, stacked so that
+    one batched product serves them all: `Z` (F, n, r) and `ZT` (F, r, n) in the compute `dtype`, a shorter fold padded
+    with zero rows that `weight` (F, n) leaves out of every sum, and the training labels `y` (F, 1, n). Each fold's
+    validation rows the same way, one float64 (n_va, r) matrix per fold in `Zva`. The rest is float64."""
+    def __init__(self, X: torch.Tensor, splits, codes, V: torch.Tensor, dtype):
+        f64, device, F, n = torch.float64, X.device, len(splits), max(len(tr) for tr, _ in splits)
+        self.V, self.n = V, torch.tensor([len(tr) for tr, _ in splits], dtype=f64, device=device)   # (F,)
+        self.mean = torch.stack([X[tr].to(f64).mean(0) for tr, _ in splits])                       # (F, D)
+        self.Z = torch.zeros(F, n, V.shape[1], dtype=dtype, device=device)
+        self.weight = torch.zeros(F, n, dtype=f64, device=device)
+        self.y = torch.zeros(F, 1, n, dtype=torch.long, device=device)
+        for j, (tr, _) in enumerate(splits):
+            self.Z[j, :len(tr)] = (X[tr].to(dtype) - self.mean[j].to(dtype)) @ V.to(dtype)
+            self.weight[j, :len(tr)] = 1
+            self.y[j, 0, :len(tr)] = torch.as_tensor(codes[tr], device=device)
+        self.ZT = self.Z.transpose(1, 2).contiguous()                    # both layouts keep both products fast
+        self.Zva = [(X[va].to(f64) - self.mean[j]) @ V for j, (_, va) in enumerate(splits)]
+        self._last = None
+
+    def take(self, i: np.ndarray):
+        "(Z, ZT, y, weight (F_i, 1, n), n) of the folds `i`; the last subset is kept, since it recurs until another fold stops."
+        if len(i) == len(self.n): return self.Z, self.ZT, self.y, self.weight[:, None], self.n
+        if self._last is None or not np.array_equal(self._last[0], i):
+            t = torch.as_tensor(i, device=self.Z.device)
+            self._last = i.copy(), (self.Z[t], self.ZT[t], self.y[t], self.weight[t, None], self.n[t])
+        return self._last[1]
+
+def _logistic_path(folds: _Folds, K: int, wds, tol: float, max_iter: int):
+    """Multinomial logistic regression on every fold of `folds` at each L2 strength of `wds` in the order given (strong to
+    weak), each fit warm-started from the previous one; the folds are independent problems solved side by side. Yields
+    (wd, W (F, r, K) on the folds' axes, b (F, K) for their centred features, iterations (F,), stopped before max_iter
+    (F,)) as NumPy arrays."""
+    f64, dtype, device = torch.float64, folds.Z.dtype, folds.Z.device
+    F, _, r = folds.Z.shape
+    n, V, mean = folds.n.cpu().numpy(), folds.V.cpu().numpy(), folds.mean.cpu().numpy()
+    mnorm, bound = np.linalg.norm(mean, axis=1), (K * len(V)) ** 0.5
+    onW = np.r_[np.ones(K * r), np.zeros(K)]                              # the penalised entries: W, not b
+    x = np.zeros((F, K * r + K))                                          # per fold [W (K, r) row-major, b (K,)]
+    f = g = lam_old = S = Y = None
     for wd in wds:
-        lam = (2.0 * wd if K == 2 else wd) / n       # (1/n) sum CE + lam/2 |W|^2: sklearn's objective / (C n), C = 1/wd
-        h = torch.cat([(1.0 / (curvature * fold.s2 / n + lam)).repeat(K), torch.full((K,), 1.0 / curvature, dtype=f64, device=device)])
-        def fg(x):
-            W, c = x[:K * r].view(K, r), x[K * r:]
-            z = (W.to(dtype) @ fold.ZT).to(f64) + c[:, None]              # (K, n) logits
-            lse = torch.logsumexp(z, 0)
-            f = (lse.sum() - z.gather(0, y).sum()) / n + 0.5 * lam * (W * W).sum()
-            P = torch.exp(z - lse).scatter_add_(0, y, torch.full_like(lse, -1.0)[None])   # softmax - one-hot
-            return float(f), torch.cat([((P.to(dtype) @ fold.Z).to(f64) / n + lam * W).reshape(-1), P.mean(1)])
-        def converged(g):   # sklearn's test: max |gradient| <= tol in the original (uncentred, unrotated) coordinates
-            gR, gb = g[:K * r].view(K, r), g[K * r:]
-            if float(gR.norm()) - mnorm * float(gb.norm()) > tol * bound: return False   # since max|.| >= |.|_F / sqrt(size)
-            gW = gR @ fold.V.T + gb[:, None] * fold.mean
-            return max(float(gW.abs().max()), float(gb.abs().max())) <= tol
-        if f is None: f, g = fg(x); nfev0 = 1
+        lam = (2.0 * wd if K == 2 else wd) / n     # (F,): (1/n) sum CE + lam/2 |W|^2 is sklearn's objective / (C n), C = 1/wd
+        lam_t = torch.as_tensor(lam, device=device)
+        def fg(x, i):   # (f (F_i,), gradient (F_i, P)) of the folds i at their rows x
+            Z, ZT, y, w, n_i = folds.take(i)
+            lam_i, x = lam_t[torch.as_tensor(i, device=device)], torch.as_tensor(x, device=device)
+            W, c = x[:, :K * r].view(len(i), K, r), x[:, K * r:]
+            logp = torch.log_softmax(torch.bmm(W.to(dtype), ZT).to(f64) + c[:, :, None], 1)        # (F_i, K, n)
+            f = -(logp.gather(1, y) * w).sum((1, 2)) / n_i + 0.5 * lam_i * (W * W).sum((1, 2))
+            P = logp.exp_().scatter_add_(1, y, -w).mul_(w)                  # softmax - one-hot, 0 on the padding rows
+            gW = torch.bmm(P.to(dtype), Z).to(f64) / n_i[:, None, None] + lam_i[:, None, None] * W
+            return f.cpu().numpy(), torch.cat([gW.flatten(1), P.sum(2) / n_i[:, None]], 1).cpu().numpy()
+        def converged(g, among):   # sklearn's test: max |gradient| <= tol in the original (uncentred, unrotated) coordinates
+            gR, gb = g[:, :K * r].reshape(F, K, r), g[:, K * r:]
+            i = np.flatnonzero(among & (np.linalg.norm(gR, axis=(1, 2)) - mnorm * np.linalg.norm(gb, axis=1) <= tol * bound))
+            done = np.zeros(F, bool)                                      # (the bound: max|.| >= |.|_F / sqrt(size))
+            if len(i):
+                gW = gR[i] @ V.T + gb[i, :, None] * mean[i, None]
+                done[i] = np.maximum(np.abs(gW).max((1, 2)), np.abs(gb[i]).max(1)) <= tol
+            return done
+        h = 1.0 / (_hessian_diagonal(folds, x, K) + onW * lam[:, None])   # L-BFGS's initial inverse Hessian
+        if f is None: f, g = fg(x, np.arange(F))
         else:   # only the penalty changed: objective, gradient and curvature pairs follow without a pass over the data
             dl, xW = lam - lam_old, x * onW
-            f, g = f + 0.5 * dl * float(torch.dot(xW, xW)), g + dl * xW
-            Y = [yy + dl * ss * onW for ss, yy in zip(S, Y)]
-            S, Y = map(list, zip(*[(ss, yy) for ss, yy in zip(S, Y) if float(torch.dot(ss, yy)) > 0])) if S else ([], [])
-            nfev0 = 0
-        x, f, g, S, Y, it, nfev, ok = _lbfgs(fg, x, f, g, h, converged, max_iter, S, Y)
+            f, g, Y = f + 0.5 * dl * (xW * xW).sum(1), g + dl[:, None] * xW, Y + dl[:, None, None] * S * onW
+        x, f, g, S, Y, it, ok = _lbfgs(fg, x, f, g, h, converged, max_iter, S, Y)
         lam_old = lam
-        yield wd, x[:K * r].view(K, r).T, x[K * r:], it, ok, nfev + nfev0
+        yield wd, x[:, :K * r].reshape(F, K, r).transpose(0, 2, 1), x[:, K * r:], it, ok
 
-def _lbfgs(fg, x, f, g, h, converged, max_iter: int, S=(), Y=(), memory: int = 10, ftol: float = 64 * np.finfo(np.float64).eps):
-    """Minimise a smooth convex `fg(x) -> (f, gradient)` from `x` (where it is `f`, `g`) by L-BFGS: the two-loop recursion
-    with the diagonal `h` as the initial inverse Hessian, curvature pairs `S`, `Y` carried in and out, backtracking
-    (Armijo) steps. Stops when `converged(g)`, when f stops decreasing (scipy's `ftol` test as sklearn sets it), or at
-    `max_iter`. Returns (x, f, g, S, Y, iterations, evaluations, stopped before max_iter)."""
-    S, Y = list(S), list(Y)
-    rho = [1.0 / float(torch.dot(s, y)) for s, y in zip(S, Y)]
-    it = nfev = 0
-    while it < max_iter and not converged(g):
-        q, alpha = g.clone(), []
-        for s, y, r in zip(reversed(S), reversed(Y), reversed(rho)):
-            a = r * torch.dot(s, q); q -= a * y; alpha.append(a)
-        q *= h * ((1.0 / (rho[-1] * float(torch.dot(Y[-1], h * Y[-1])))) if S else min(1.0, 1.0 / float((h * g).abs().sum())))
-        for s, y, r, a in zip(S, Y, rho, reversed(alpha)):
-            q += (a - r * torch.dot(y, q)) * s
-        slope = -float(torch.dot(g, q))
-        if slope >= 0:                                  # not a descent direction (round-off): restart from the gradient
-            S, Y, rho = [], [], []
-            q = h * g * min(1.0, 1.0 / float((h * g).abs().sum())); slope = -float(torch.dot(g, q))
-        t = 1.0
+def _hessian_diagonal(folds: _Folds, x: np.ndarray, K: int) -> np.ndarray:
+    """(F, P): the diagonal of each fold's mean cross-entropy Hessian at `x`, (1/n) sum_i p_ik (1 - p_ik) z_ij^2 for W_kj
+    and (1/n) sum_i p_ik (1 - p_ik) for b_k, kept above 1e-12 (a bias whose points are all fitted is flat)."""
+    f64, dtype, (F, _, r) = torch.float64, folds.Z.dtype, folds.Z.shape
+    x = torch.as_tensor(x, device=folds.Z.device); W, c = x[:, :K * r].view(F, K, r), x[:, K * r:]
+    p = torch.softmax(torch.bmm(W.to(dtype), folds.ZT).to(f64) + c[:, :, None], 1)
+    v = p * (1 - p) * folds.weight[:, None]                                                   # (F, K, n)
+    dW = torch.bmm(v.to(dtype), folds.Z.square()).to(f64) / folds.n[:, None, None]
+    return torch.cat([dW.flatten(1), v.sum(2) / folds.n[:, None]], 1).clamp_min(1e-12).cpu().numpy()
+
+def _lbfgs(fg, x, f, g, h, converged, max_iter: int, S=None, Y=None, memory: int | None = None,
+           ftol: float = 64 * np.finfo(np.float64).eps):
+    """Minimise F independent smooth convex problems side by side, `fg(x (F_i, P), i) -> (f (F_i,), gradient (F_i, P))`
+    for the problems `i`, from `x` (where they are `f`, `g`) by L-BFGS: the two-loop recursion with the diagonal `h`
+    (F, P) as the initial inverse Hessian, curvature pairs `S`, `Y` (F, m, P), oldest first, carried in and out (a pair
+    with s.y <= 0 is dropped; a zero pair is an empty slot; without pairs, m = `memory`, default `LBFGS_MEMORY`), and
+    backtracking (Armijo) steps of each problem's own length. A problem stops when `converged(g, among)` (F,) says so,
+    when its f stops decreasing (scipy's `ftol` test as sklearn sets it), or at `max_iter`; the others go on, and `fg`
+    sees only those. NumPy arrays in and out: the bookkeeping is many small vector operations, which NumPy runs at a
+    fraction of torch's cost per call. Returns (x, f, g, S, Y, iterations (F,), stopped before max_iter (F,))."""
+    (F, P), rows = x.shape, np.arange(len(x))
+    x, f, g = x.copy(), f.copy(), g.copy()
+    if S is None: S, Y = np.zeros((F, memory or LBFGS_MEMORY, P)), np.zeros((F, memory or LBFGS_MEMORY, P))
+    memory = S.shape[1]
+    keep = np.einsum("fmp,fmp->fm", S, Y) > 0
+    order = np.argsort(keep, axis=1, kind="stable")[:, :, None]      # dropped pairs first: the kept ones end the history
+    S, Y = np.take_along_axis(S * keep[..., None], order, 1), np.take_along_axis(Y * keep[..., None], order, 1)
+    head = np.zeros(F, int)                                          # each problem's slot for its next pair: the oldest
+    it, dead = np.zeros(F, int), np.zeros(F, bool)
+    active = ~converged(g, np.ones(F, bool))
+    while active.any():
+        ages = (head[:, None] - 1 - np.arange(memory)) % memory     # (F, m): the slot of the newest pair, then older
+        Sa, Ya = S[rows[:, None], ages], Y[rows[:, None], ages]
+        sy = np.einsum("fmp,fmp->fm", Sa, Ya)
+        rho = np.divide(1.0, sy, out=np.zeros_like(sy), where=sy > 0)  # 0 on an empty slot: the recursion skips it
+        q, alpha = g.copy(), np.zeros((F, memory))
+        for j in range(memory):
+            alpha[:, j] = rho[:, j] * np.einsum("fp,fp->f", Sa[:, j], q); q -= alpha[:, j, None] * Ya[:, j]
+        scale = np.minimum(1.0, 1.0 / np.abs(h * g).sum(1))          # the first step's length, before any pair
+        newest = rho[:, 0] > 0
+        q *= h * np.where(newest, sy[:, 0] / np.where(newest, np.einsum("fp,fp->f", Ya[:, 0], h * Ya[:, 0]), 1.0), scale)[:, None]
+        for j in reversed(range(memory)):
+            q += (alpha[:, j] - rho[:, j] * np.einsum("fp,fp->f", Ya[:, j], q))[:, None] * Sa[:, j]
+        slope = -np.einsum("fp,fp->f", g, q)
+        bad = active & (slope >= 0)                    # not a descent direction (round-off): restart from the gradient
+        if bad.any():
+            S[bad], Y[bad] = 0.0, 0.0
+            q[bad] = h[bad] * g[bad] * scale[bad, None]; slope = -np.einsum("fp,fp->f", g, q)
+        t, searching, fn, gn = np.ones(F), active.copy(), f.copy(), g.copy()
         while True:
-            xn = x - t * q; fn, gn = fg(xn); nfev += 1
-            if fn <= f + 1e-4 * t * slope: break
-            t *= 0.5
-            if t < 1e-10: return x, f, g, S, Y, it, nfev, True    # no decrease left to find at this precision
-        s, y = xn - x, gn - g; sy = float(torch.dot(s, y))
-        if sy > 1e-12 * float(torch.dot(y, y)):
-            S.append(s); Y.append(y); rho.append(1.0 / sy)
-            if len(S) > memory: S.pop(0); Y.pop(0); rho.pop(0)
-        it += 1
-        stalled = f - fn <= ftol * max(abs(f), abs(fn), 1.0)
-        x, f, g = xn, fn, gn
-        if stalled: break
-    return x, f, g, S, Y, it, nfev, it < max_iter or converged(g)
+            xn = x - t[:, None] * q
+            i = np.flatnonzero(searching); fn[i], gn[i] = fg(xn[i], i)
+            searching &= ~(fn <= f + 1e-4 * t * slope)
+            t[searching] *= 0.5
+            dead |= searching & (t < 1e-10)            # no decrease left to find at this precision: that problem stops here
+            searching &= ~dead
+            if not searching.any(): break
+        step = active & ~dead
+        s, yn = xn - x, gn - g
+        add = np.flatnonzero(step & (np.einsum("fp,fp->f", s, yn) > 1e-12 * np.einsum("fp,fp->f", yn, yn)))
+        S[add, head[add]], Y[add, head[add]] = s[add], yn[add]
+        head[add] = (head[add] + 1) % memory
+        it += step
+        stalled = f - fn <= ftol * np.maximum(np.maximum(np.abs(f), np.abs(fn)), 1.0)
+        x[step], f[step], g[step] = xn[step], fn[step], gn[step]
+        active = step & ~stalled & (it < max_iter)
+        active &= ~converged(g, active)
+    ages = (head[:, None] + np.arange(memory)) % memory             # oldest first
+    return x, f, g, S[rows[:, None], ages], Y[rows[:, None], ages], it, dead | (it < max_iter) | converged(g, it >= max_iter)
+
 
 # %% ../../nbs/75_linear.ipynb #11b49857
 @dataclass
@@ -314,12 +374,12 @@ def logistic_regression(features, labels, wd: float, tol: float = 1e-4, max_iter
     if isinstance(wd, bool) or not np.isfinite(wd) or wd <= 0: raise ValueError(f"wd must be a positive finite number, got {wd!r}")
     tol, max_iter = _check_solver(tol, max_iter)
     X = torch.as_tensor(x, device=_device(device))
-    fold = _Fold(X, np.arange(len(x)), np.arange(0), _principal_axes(X)[1], _compute_dtype(x, dtype))
-    _, W, b, it, ok, _ = next(_logistic_path(fold, codes, len(classes), [float(wd)], tol, max_iter))
-    Wo = fold.V @ W                                                       # back to the original, uncentred features
-    coef, intercept = Wo.T.cpu().numpy(), (b - fold.mean @ Wo).cpu().numpy()
+    folds = _Folds(X, [(np.arange(len(x)), np.arange(0))], codes, _principal_axes(X)[1], _compute_dtype(x, dtype))
+    _, W, b, it, ok = next(_logistic_path(folds, len(classes), [float(wd)], tol, max_iter))
+    Wo = folds.V @ torch.as_tensor(W[0], device=X.device)                # back to the original, uncentred features
+    coef, intercept = Wo.T.cpu().numpy(), b[0] - (folds.mean[0] @ Wo).cpu().numpy()
     if len(classes) == 2: coef, intercept = coef[1:] - coef[:1], intercept[1:] - intercept[:1]
-    return LogisticFit(coef, intercept, classes, it, ok)
+    return LogisticFit(coef, intercept, classes, int(it[0]), bool(ok[0]))
 
 # %% ../../nbs/75_linear.ipynb #b7f2e4a2
 TRAIN_PER_CLASS = {"caltech-101": 30, "flowers-102": 20}   # Ericsson et al. App. F: training images per class per fold
