@@ -28,7 +28,7 @@ __all__ = ['CLAIM_KEYS', 'OPTIONAL_CLAIM_KEYS', 'WITHIN_NOISE', 'RUN_STATUSES', 
            'seed_replicates', 'seed_spread', 'column_margins', 'flip_distance', 'SeedCheck', 'seed_check',
            'load_paper_values', 'side_by_side', 'RunState', 'run_states', 'load_scoreboard', 'batch_runs',
            'report_path', 'committed_run_status', 'rebuild_table', 'scoreboard_section', 'standing',
-           'committed_rebuild_table', 'update_rebuild_table', 'cost_by_paper', 'budget_gap', 'plot_cost',
+           'committed_rebuild_table', 'update_rebuild_table', 'cost_by_paper', 'cache_saved', 'budget_gap', 'plot_cost',
            'claim_outcome', 'why_not_held', 'claims_section', 'seeds_summary', 'minutes_per_model',
            'plot_claims_against_compute', 'scale_note', 'supervised_note', 'weak_models', 'caveats_section',
            'data_notes_section', 'Report', 'build_report']
@@ -488,9 +488,11 @@ CHECKS = "checks (no paper table)"
 
 def cost_by_paper(runs: list[dict], board: list[dict]) -> pd.DataFrame:
     """Minutes from scratch per paper: `runs` in batch order, each `{run, wall_min, train_s, train_s_in_run}` (the
-    run's wall minutes and its `cost.json`; `variant_of` where it has one); a zoo model is counted at the first run
-    that uses it."""
+    run's wall minutes and its `cost.json`, with its `cache_read_s` and `cache_made_s` where it has them; `variant_of`
+    where it has one); a zoo model is counted at the first run that uses it, and so is a cache entry that a run read
+    without any run of `runs` making it (`cache_saved`): its computation is evaluation the batch does from scratch."""
     paper_of = {res["run"]: b["paper"] for b in board for res in b.get("results", []) if res.get("run")}
+    saved = cache_saved(runs)
     rows, seen = {}, set()
     for r in runs:
         paper = paper_of.get(r["run"]) or paper_of.get(r.get("variant_of")) or CHECKS   # a variant: its original's paper
@@ -498,13 +500,21 @@ def cost_by_paper(runs: list[dict], board: list[dict]) -> pd.DataFrame:
         row["runs"].append(r["run"])
         row["training (min)"] += sum(s for m, s in r["train_s"].items() if m not in seen) / 60
         seen |= set(r["train_s"])
-        row["evaluation (min)"] += r["wall_min"] - sum(r["train_s_in_run"].values()) / 60
+        row["evaluation (min)"] += r["wall_min"] - sum(r["train_s_in_run"].values()) / 60 + sum(saved.pop(e, 0.0) for e in r.get("cache_read_s", {})) / 60
     out = pd.DataFrame.from_dict(rows, orient="index")
     if out.empty: return out
     out["runs"] = out["runs"].map(", ".join)
     out["total (min)"] = out["training (min)"] + out["evaluation (min)"]
     out.index.name = "paper"
     return out
+
+def cache_saved(runs: list[dict]) -> dict[str, float]:
+    """The cache entries `runs` read that none of them made, at the seconds each took when it was made: what a warm
+    cache saved them, in the order they were first read."""
+    made = {e for r in runs for e in r.get("cache_made_s", {})}
+    saved = {}
+    for r in runs: saved.update({e: s for e, s in r.get("cache_read_s", {}).items() if e not in made and e not in saved})
+    return saved
 
 def budget_gap(cost: pd.DataFrame, budget: float | None) -> str:
     """What keeping within `budget` minutes would take with every table kept, from the minutes per paper (`cost_by_paper`):
@@ -802,6 +812,7 @@ def build_report(batch: str, root: str | os.PathLike | None = None, out: str | o
         trained_here += sum(in_run.values()) / 60  # already part of this run's wall time
         if r.name in wall_min: cost_runs.append({"run": r.name, "wall_min": runner["share_s"] / 60 if beside else wall_min[r.name],
                                                  "train_s": cost.get("train_s", {}), "train_s_in_run": in_run,
+                                                 "cache_read_s": cost.get("cache_read_s", {}), "cache_made_s": cost.get("cache_made_s", {}),
                                                  "variant_of": r.variant_of, "beside_others": beside})
         git = runner.get("git") or {}
         rows.append({"run": r.name, "notebook": r.notebook.name, "status": s.status,
@@ -818,7 +829,8 @@ def build_report(batch: str, root: str | os.PathLike | None = None, out: str | o
     first_use = {}                      # a zoo model several runs use is trained once: counted at its first use
     for c in cost_runs: first_use.update({m: s for m, s in c["train_s"].items() if m not in first_use})
     train = sum(first_use.values()) / 60
-    from_scratch = shared - trained_here + train   # runs beside others count by their share, as models trained beside others do
+    cached = sum(cache_saved(cost_runs).values()) / 60   # what warm caches saved the runs: computed once from scratch
+    from_scratch = shared - trained_here + train + cached   # runs beside others count by their share, as models trained beside others do
     invocation = np.nansum(runs["this invocation (min)"].astype(float))
     cost_lines = ["## Runs and their cost", "", table_markdown(runs, ".1f"),
                   f"Wall time of the runs shown: {wall:.1f} min when they were computed" +
@@ -826,7 +838,10 @@ def build_report(batch: str, root: str | os.PathLike | None = None, out: str | o
                   f", {trained_here:.1f} of them training "
                   f"zoo models. Training all the zoo models they use took {train:.1f} min when they were trained (each model "
                   f"counted once: a model trained by an earlier run of the same configuration is loaded from the cache; one trained beside "
-                  f"others by its share of the machine), so the batch from scratch "
+                  f"others by its share of the machine)" +
+                  (f"; the runs read {cached:.1f} min of computation from caches that none of them made (features, "
+                   f"invariances, data sets, health records, as long as each took when it was made)" if cached else "") +
+                  f", so the batch from scratch "
                   f"costs about {from_scratch:.0f} min." +
                   (f" This invocation spent {invocation:.1f} min (`status.json`)." if has_status else ""), ""]
     by_paper, budget = cost_by_paper(cost_runs, board), BUDGET_MINUTES.get(b.name)
@@ -837,7 +852,8 @@ def build_report(batch: str, root: str | os.PathLike | None = None, out: str | o
         _write_figure(fig, dest)
         cost_lines += ["### Minutes from scratch per paper", "",
                        "Training: the zoo models the paper's runs use, each counted once at its first use; evaluation: the "
-                       "rest of the runs' wall time.", "", table_markdown(by_paper, ".1f"),
+                       "rest of the runs' wall time, and the computation they read from caches that no run of the batch made "
+                       "(each entry once, at the seconds it took when it was made).", "", table_markdown(by_paper, ".1f"),
                        f"From scratch the batch takes about {total:.0f} min" +
                        (f" of its {budget:.0f}-minute budget: **{'within' if total <= budget else 'over'}**." if budget else ".") +
                        (" " + gap if (gap := budget_gap(by_paper, budget)) else ""), "",

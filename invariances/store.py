@@ -16,7 +16,7 @@ from .core import atomic_path, file_digest, write_json
 # %% auto #0
 __all__ = ['MANIFEST', 'CHUNK_BYTES', 'CacheError', 'StaleEntry', 'CacheWarning', 'begin_entry', 'save_npy', 'finish_entry',
            'check_entry', 'open_array', 'read_entry', 'warn_damaged', 'load_entry', 'file_record', 'record_digest',
-           'check_file']
+           'check_file', 'cache_compute', 'cache_compute_mark']
 
 # %% ../nbs/03_store.ipynb #80338e38
 MANIFEST = "manifest.json"
@@ -41,15 +41,19 @@ def save_npy(path: Path, array: np.ndarray):
     with atomic_path(path) as tmp:
         with open(tmp, "wb") as f: np.save(f, np.ascontiguousarray(array))
 
-def finish_entry(folder: Path, info: Mapping, files: Sequence[str] = ("images.npy",), manifest: str = MANIFEST) -> dict:
+def finish_entry(folder: Path, info: Mapping, files: Sequence[str] = ("images.npy",), manifest: str = MANIFEST,
+                 compute_s: float | None = None) -> dict:
     """Seal the entry in `folder`: its manifest, written last, holds `info` and the `file_record` (byte size, sha256,
-    `.npy` shape and dtype) of each of `files`; `shape` repeats that of `images.npy` when there is one."""
+    `.npy` shape and dtype) of each of `files`; `shape` repeats that of `images.npy` when there is one. `compute_s`:
+    the seconds the entry took to compute, kept as `compute_s` for whoever reads it instead (`cache_compute`)."""
     folder = Path(folder)
     records = {f: file_record(folder / f) for f in files}
     m = {**info, "files": records}
     if "images.npy" in records: m["shape"] = records["images.npy"]["shape"]
+    if compute_s is not None: m["compute_s"] = round(float(compute_s), 3)
     write_json(folder / manifest, m)
     for f, r in records.items(): _remember(folder / f, r)
+    if compute_s is not None: _used(folder, manifest, m["compute_s"], made=True)
     return m
 
 def check_entry(folder: Path, verify: bool = True, expect: Mapping | None = None, need: Sequence[str] = (),
@@ -68,6 +72,7 @@ def check_entry(folder: Path, verify: bool = True, expect: Mapping | None = None
     try:
         for f, rec in m["files"].items(): check_file(folder / f, rec, verify)
     except (KeyError, TypeError) as e: raise CacheError(f"{path} is not a manifest we wrote: {type(e).__name__}: {e}") from e
+    if isinstance(m.get("compute_s"), (int, float)): _used(folder, manifest, m["compute_s"], made=False)
     return m
 
 def open_array(folder: Path, name: str, m: Mapping) -> np.ndarray:
@@ -160,3 +165,25 @@ def _remember(path: Path, record: Mapping):
     _VERIFIED[str(path)] = (_stamp(path), dict(record))
 
 def _json(v): return json.loads(json.dumps(v, sort_keys=True, default=str))   # as the manifest stores it (tuples -> lists)
+
+# %% ../nbs/03_store.ipynb #ccb226c9
+_COMPUTE: dict[str, dict] = {}   # entry -> {"seconds", "made"}: every entry with a known cost this process made or read, in order
+
+def _used(folder: Path, manifest: str, seconds: float, made: bool):
+    "Note an entry this process made (`made`) or read, with the seconds it took to compute."
+    folder = Path(folder)
+    e = _COMPUTE.setdefault(f"{folder.parent.name}/{folder.name}/{manifest}", {"seconds": float(seconds), "made": False})
+    e["made"] |= made
+
+def cache_compute(since: int = 0) -> dict[str, dict[str, float]]:
+    """The computation behind the cache entries this process used, from its `since`-th on (`len(cache_compute_mark)`):
+    `{"read": {entry: seconds}, "made": {entry: seconds}}`, an entry read (without being made here) at the seconds it
+    took when it was made, an entry made here at the seconds it took now. Entries are named `<folder's parent>/<folder>/<manifest>`."""
+    out = {"read": {}, "made": {}}
+    for name, e in list(_COMPUTE.items())[since:]: out["made" if e["made"] else "read"][name] = e["seconds"]
+    return out
+
+def cache_compute_mark() -> int:
+    "Where the ledger stands now: `cache_compute(since=...)` after this returns only the entries used from now on."
+    return len(_COMPUTE)
+

@@ -152,6 +152,23 @@ def test_models_shared_by_runs_count_once_in_the_cost_from_scratch(tmp_path):
     assert "Training all the zoo models they use took 10.0 min" in text and "from scratch costs about 15 min" in text, text
 
 
+def test_what_warm_caches_saved_is_added_back_to_the_cost_from_scratch(tmp_path):
+    """Tables 2 and 3 both read the same cached features (3 min when they were made, by no run of this batch) and Table 3
+    reads an invariance entry that Table 2 made (inside Table 2's wall time already): from scratch the batch costs the
+    runs' 2 x 2.5 min, the model's 10 and the features' 3 once, 18 min, not the 15 that the warm runs' walls give."""
+    import json
+    from invariances.report import build_report
+    root = _project(tmp_path, runs=("ericsson-table2", "ericsson-table3"))
+    for name, cache in (("ericsson-table2", {"cache_read_s": {"features/f": 180.0}, "cache_made_s": {"invariance/i": 60.0}}),
+                        ("ericsson-table3", {"cache_read_s": {"features/f": 180.0, "invariance/i": 60.0}})):
+        run = root / "repro/runs/t" / name; _table2_folder(run)
+        (run / "cost.json").write_text(json.dumps({"train_s": {"moco-default": 600.0}, **cache}))
+    _status(root / "repro/runs/t", **{"ericsson-table2": ("ok", "k1", ""), "ericsson-table3": ("ok", "k1", "")})
+    text = build_report("t", root, root / "REPORT.md").text
+    assert "the runs read 3.0 min of computation from caches that none of them made" in text, text
+    assert "from scratch costs about 18 min" in text and "about 18 min from scratch with every zoo model trained" in text, text
+
+
 def test_runs_beside_others_cost_their_share_in_every_sentence(tmp_path):
     """Two runs executed two at once (`--run-workers 2`): each 2.5 min of wall time, 1.25 min as its share of the
     machine (its process 2.5 min, its share half); the model they use trained once, 10 min. From scratch: 2 x 1.25 +

@@ -5,7 +5,7 @@
 # %% ../../nbs/14_cache.ipynb #6603d3fc
 from __future__ import annotations
 
-import concurrent.futures, contextlib, hashlib, json, os, warnings
+import concurrent.futures, contextlib, hashlib, json, os, time, warnings
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
@@ -50,6 +50,7 @@ def cached_set(folder: Path, name: str, build: Callable, info: Mapping | None = 
         except CacheError as e: warn_damaged(what, folder, e)
     if cached is None:
         begin_entry(folder)
+        t0 = time.perf_counter()
         data = build()
         data, extra = data if isinstance(data, tuple) else (data, {})
         if missing := [a for a in arrays if a not in extra]: raise ValueError(f"{what}: build() returned no {missing}")
@@ -58,7 +59,7 @@ def cached_set(folder: Path, name: str, build: Callable, info: Mapping | None = 
             if len(v) != len(data): raise ValueError(f"{what}: array {a!r} has {len(v)} rows for {len(data)} images")
             save_npy(folder / f"{a}.npy", v)
         write_text(folder / "meta.csv", data.meta.to_csv(index=False))
-        finish_entry(folder, dict(info or {}), ("images.npy", "meta.csv", *(f"{a}.npy" for a in extra)))
+        finish_entry(folder, dict(info or {}), ("images.npy", "meta.csv", *(f"{a}.npy" for a in extra)), compute_s=time.perf_counter() - t0)
         cached = _read_set(folder, name, verify, arrays)
     return cached if arrays else cached[0]
 

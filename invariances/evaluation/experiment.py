@@ -19,6 +19,7 @@ from ..models import Encoder
 from ..profiles import Profile, get_profile
 from ..resolve import load_model
 from ..runs import RunDir
+from ..store import cache_compute, cache_compute_mark
 from ..data.imageset import ImageSet
 from ..data.manifests import datasets_looked_up
 from .health import model_health
@@ -44,6 +45,7 @@ class Experiment:
         if self.profile is not None: self.run.record_data("train", zoo.data_identity(self.profile, data_root))
         self.records, self.health, self.train_s, self.train_s_in_run, self.measures = {}, {}, {}, {}, {}
         self.external: dict[str, dict] = {}   # models that are not zoo models (`checkpoints`), by label
+        self._cache_mark = cache_compute_mark()   # the cache entries this run reads or makes from here on
 
     @property
     def path(self): return self.run.path
@@ -99,11 +101,14 @@ class Experiment:
         self.measures.update(measures)
 
     def finish(self) -> dict:
-        """Write `cost.json` (training seconds of every model, those trained in this run, and the measures) and the
-        provenance, with every dataset folder the run looked for under the data root and whether it was there
+        """Write `cost.json` (training seconds of every model, those trained in this run, the seconds behind the cache
+        entries it read instead of computing (`cache_read_s`) and behind those it made (`cache_made_s`), and the
+        measures) and the provenance, with every dataset folder the run looked for under the data root and whether it was there
         (`data_looked_up`: the runner keeps their digests, so a dataset that arrives or changes there reruns it), and
         every note of input skipped or dropped, in the run or in its models' training (`data_notes`: the report lists them)."""
-        self.run.json({"train_s": self.train_s, "train_s_in_run": self.train_s_in_run, **self.measures}, "cost")
+        cache = cache_compute(self._cache_mark)
+        self.run.json({"train_s": self.train_s, "train_s_in_run": self.train_s_in_run, "cache_read_s": cache["read"],
+                       "cache_made_s": cache["made"], **self.measures}, "cost")
         return self.run.finish(runtime=self.runtime, data_looked_up=datasets_looked_up(), data_notes=data_notes())
 
 def _runtime(runtime) -> Runtime | None:

@@ -82,6 +82,7 @@ def model_health(name: str, profile="cpu", seed: int = 0, root=None, runtime: Ru
     record = _cached_health(folder, protocol, zoo.weights_digest(name, p, seed, root), info, label)
     if record is not None: return record
     encoder = zoo.get(name, p, seed, root, runtime=runtime, progress=False)
+    t0 = time.perf_counter()
     ref, test = health_sets(p, root, protocol)
     fr, ft = (extract_features(encoder, s, runtime=runtime, progress=False).features for s in (ref, test))
     yr, yt = ref.meta["target"].to_numpy(), test.meta["target"].to_numpy()
@@ -91,7 +92,8 @@ def model_health(name: str, profile="cpu", seed: int = 0, root=None, runtime: Ru
               "chance": r.chance}
     begin_entry(folder, HEALTH_MANIFEST)
     write_json(folder / "health.json", record)
-    finish_entry(folder, {**info, "protocol": protocol, "weights": zoo.weights_digest(name, p, seed, root)}, ["health.json"], HEALTH_MANIFEST)
+    finish_entry(folder, {**info, "protocol": protocol, "weights": zoo.weights_digest(name, p, seed, root)}, ["health.json"], HEALTH_MANIFEST,
+                 compute_s=time.perf_counter() - t0)
     return record
 
 # %% ../../nbs/74_health.ipynb #8c9e02b8

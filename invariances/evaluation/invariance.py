@@ -5,7 +5,7 @@
 # %% ../../nbs/70_invariance.ipynb #a43ca788
 from __future__ import annotations
 
-import itertools
+import itertools, time
 from pathlib import Path
 from typing import Iterator, Mapping, Sequence
 
@@ -121,12 +121,14 @@ def cached_invariance_table(encoders: Mapping[str, nn.Module], keys: Mapping[str
         except CacheError as e: warn_damaged(f"invariance of model {keys[n]!r}", entry[n], e, "measuring it again")
         todo[n] = enc
     if todo:
+        t0 = time.perf_counter()
         fresh = invariance_table(todo, images, reference, transforms, n_params, batch_size, runtime)
+        each_s = (time.perf_counter() - t0) / len(todo)         # the models were measured together: an equal share each
         for n, rows in fresh.groupby("model", sort=False):
             begin_entry(entry[n])                                # a half-written entry never looks finished
             save_npy(entry[n] / "rows.npy", np.column_stack([rows[c].to_numpy(np.float64) for c in _ROW_COLUMNS]
                                                             + [rows["transform"].map(list(transforms).index).to_numpy(np.float64)]))
-            finish_entry(entry[n], base | {"model": keys[n]}, ["rows.npy"])
+            finish_entry(entry[n], base | {"model": keys[n]}, ["rows.npy"], compute_s=each_s)
             stored[n] = np.load(entry[n] / "rows.npy")
     return pd.concat([_rows_frame(stored[n], labels.get(n, n), transforms) for n in encoders], ignore_index=True)
 
