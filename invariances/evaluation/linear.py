@@ -211,8 +211,9 @@ LBFGS_MEMORY = 20   # curvature pairs: twice scipy's default, fewer iterations f
 
 class _Folds:
     """The training folds of `splits`, each centred by its own mean and rotated onto the shared axes `V`, stacked so that
-    one batched product serves them all: `Z` (F, n, r) and `ZT` (F, r, n) in the compute `dtype`, a shorter fold padded
-    with zero rows that `weight` (F, n) leaves out of every sum, and the training labels `y` (F, 1, n). Each fold's
+    one batched product serves them all: `Z` (F, n, r) in the compute `dtype` (both products read it, one through its
+    transpose, a view: as fast as a copy would be, at a batch of any size), a shorter fold padded with zero rows that
+    `weight` (F, n) leaves out of every sum, and the training labels `y` (F, 1, n). Each fold's
     validation rows the same way, one float64 (n_va, r) matrix per fold in `Zva`. The rest is float64."""
     def __init__(self, X: torch.Tensor, splits, codes, V: torch.Tensor, dtype):
         f64, device, F, n = torch.float64, X.device, len(splits), max(len(tr) for tr, _ in splits)
@@ -225,16 +226,15 @@ class _Folds:
             self.Z[j, :len(tr)] = (X[tr].to(dtype) - self.mean[j].to(dtype)) @ V.to(dtype)
             self.weight[j, :len(tr)] = 1
             self.y[j, 0, :len(tr)] = torch.as_tensor(codes[tr], device=device)
-        self.ZT = self.Z.transpose(1, 2).contiguous()                    # both layouts keep both products fast
         self.Zva = [(X[va].to(f64) - self.mean[j]) @ V for j, (_, va) in enumerate(splits)]
         self._last = None
 
     def take(self, i: np.ndarray):
-        "(Z, ZT, y, weight (F_i, 1, n), n) of the folds `i`; the last subset is kept, since it recurs until another fold stops."
-        if len(i) == len(self.n): return self.Z, self.ZT, self.y, self.weight[:, None], self.n
+        "(Z, y, weight (F_i, 1, n), n) of the folds `i`; the last subset is kept, since it recurs until another fold stops."
+        if len(i) == len(self.n): return self.Z, self.y, self.weight[:, None], self.n
         if self._last is None or not np.array_equal(self._last[0], i):
             t = torch.as_tensor(i, device=self.Z.device)
-            self._last = i.copy(), (self.Z[t], self.ZT[t], self.y[t], self.weight[t, None], self.n[t])
+            self._last = i.copy(), (self.Z[t], self.y[t], self.weight[t, None], self.n[t])
         return self._last[1]
 
 def _logistic_path(folds: _Folds, K: int, wds, tol: float, max_iter: int):
@@ -253,10 +253,10 @@ def _logistic_path(folds: _Folds, K: int, wds, tol: float, max_iter: int):
         lam = (2.0 * wd if K == 2 else wd) / n     # (F,): (1/n) sum CE + lam/2 |W|^2 is sklearn's objective / (C n), C = 1/wd
         lam_t = torch.as_tensor(lam, device=device)
         def fg(x, i):   # (f (F_i,), gradient (F_i, P)) of the folds i at their rows x
-            Z, ZT, y, w, n_i = folds.take(i)
+            Z, y, w, n_i = folds.take(i)
             lam_i, x = lam_t[torch.as_tensor(i, device=device)], torch.as_tensor(x, device=device)
             W, c = x[:, :K * r].view(len(i), K, r), x[:, K * r:]
-            logp = torch.log_softmax(torch.bmm(W.to(dtype), ZT).to(f64) + c[:, :, None], 1)        # (F_i, K, n)
+            logp = torch.log_softmax(torch.bmm(W.to(dtype), Z.transpose(1, 2)).to(f64) + c[:, :, None], 1)   # (F_i, K, n)
             f = -(logp.gather(1, y) * w).sum((1, 2)) / n_i + 0.5 * lam_i * (W * W).sum((1, 2))
             P = logp.exp_().scatter_add_(1, y, -w).mul_(w)                  # softmax - one-hot, 0 on the padding rows
             gW = torch.bmm(P.to(dtype), Z).to(f64) / n_i[:, None, None] + lam_i[:, None, None] * W
@@ -283,7 +283,7 @@ def _hessian_diagonal(folds: _Folds, x: np.ndarray, K: int) -> np.ndarray:
     and (1/n) sum_i p_ik (1 - p_ik) for b_k, kept above 1e-12 (a bias whose points are all fitted is flat)."""
     f64, dtype, (F, _, r) = torch.float64, folds.Z.dtype, folds.Z.shape
     x = torch.as_tensor(x, device=folds.Z.device); W, c = x[:, :K * r].view(F, K, r), x[:, K * r:]
-    p = torch.softmax(torch.bmm(W.to(dtype), folds.ZT).to(f64) + c[:, :, None], 1)
+    p = torch.softmax(torch.bmm(W.to(dtype), folds.Z.transpose(1, 2)).to(f64) + c[:, :, None], 1)
     v = p * (1 - p) * folds.weight[:, None]                                                   # (F, K, n)
     dW = torch.bmm(v.to(dtype), folds.Z.square()).to(f64) / folds.n[:, None, None]
     return torch.cat([dW.flatten(1), v.sum(2) / folds.n[:, None]], 1).clamp_min(1e-12).cpu().numpy()
