@@ -5,7 +5,7 @@
 # %% ../nbs/60_zoo.ipynb #b3ee8059
 from __future__ import annotations
 
-import contextlib, fcntl, json, math, os, shutil
+import contextlib, fcntl, json, math, os, shutil, time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
@@ -438,8 +438,11 @@ def get(name: str, profile: str | Profile = "cpu", seed: int = 0, root=None, run
         enc = _load_verified(folder, name, p, seed)
         if enc is not None: _replay_data_notes(folder); return enc
         _clear_for_training(folder, name, p, seed)
+        started = time.perf_counter()
         with recording_data_notes() as notes: enc = _train(folder, name, p, seed, root, runtime, progress)
-        _finish(folder, name, p, seed, notes)
+        # what making it cost the machine, beyond the loop's own clock: its data, the model's build, writing its files
+        made = time.perf_counter() - started if get_method(get_model(name).method).trains else None
+        _finish(folder, name, p, seed, notes, made_seconds=made)
         return enc
 
 def training_estimate(name: str, profile: str | Profile = "cpu", root=None) -> float | None:
@@ -471,10 +474,12 @@ def _train(folder: Path, name: str, p: Profile, seed: int, root, runtime, progre
     train_set = dataset(p, "train", training_count(name, p, root), root, data=m.data) if get_method(m.method).trains else None
     return train(m.method, train_set, cfg, folder, runtime=runtime, progress=progress, snapshots=SNAPSHOT_FRACTIONS).eval()
 
-def _finish(folder: Path, name: str, p: Profile, seed: int, data_notes: list[str] = ()):
-    "Write the model's record (with what its training data skipped: `warn_data` notes) and seal its files."
+def _finish(folder: Path, name: str, p: Profile, seed: int, data_notes: list[str] = (), made_seconds: float | None = None):
+    """Write the model's record (with what its training data skipped: `warn_data` notes, and the wall seconds of the
+    session that made it, when measured) and seal its files."""
     write_json(folder / "zoo.json", {"name": name, "profile": asdict(p), "seed": seed, "key": folder.name, "data_notes": list(data_notes),
-                                     "trained_alongside": trained_alongside()})
+                                     "trained_alongside": trained_alongside()}
+                                    | ({"made_seconds": round(made_seconds, 3)} if made_seconds is not None else {}))
     _seal(folder, name, p, seed)
     if (folder / SNAPSHOTS).is_dir(): _seal_snapshots(folder, name, p, seed, same_as_model=True)
 
@@ -502,8 +507,9 @@ def _get_distributed(name: str, p: Profile, seed: int, root, runtime, progress) 
         dist.broadcast_object_list(news, src=0)
         folder, cached = Path(news[0][0]), news[0][1]
         if cached: return enc if rank == 0 else load_backbone(folder / "backbone.pt").eval()
+        started = time.perf_counter()
         with recording_data_notes() as notes: enc = _train(folder, name, p, seed, root, runtime, progress)     # every rank: DDP
-        if rank == 0: _finish(folder, name, p, seed, notes)
+        if rank == 0: _finish(folder, name, p, seed, notes, made_seconds=time.perf_counter() - started)
         dist.barrier()                                   # no rank returns before the model is sealed
         return enc
 
@@ -520,7 +526,10 @@ def weights_digest(name: str, profile: str | Profile = "cpu", seed: int = 0, roo
 def training_record(name: str, profile: str | Profile = "cpu", seed: int = 0, root=None, window: int = 50) -> dict | None:
     """What training measured for the cached model, from its sidecar and history (verified by digest); None if it is
     not trained, or (with a `CacheWarning`) if those files are damaged: `get` retrains it.
-    `train_seconds` is summed over resumed sessions; `trained_alongside`, how many models the machine trained at once
+    `train_seconds` is summed over resumed sessions; `made_seconds`, what making the model cost the machine: the wall
+    time of the session that finished it (its data, the loop, writing its files; not its process's start-up: on the
+    2-core `cpu` batch the three took about 10 s a model beyond the loop), never below `train_seconds`
+    (equal to it for a model sealed before it was kept); `trained_alongside`, how many models the machine trained at once
     (`TRAINED_ALONGSIDE_ENV`; 1 for a model sealed before it was kept); loss and accuracy (the method's own: contrastive
     or class) are means over the first and last `window` steps, and `peak_acc` is the best such mean, to show how
     training went."""
@@ -534,7 +543,9 @@ def training_record(name: str, profile: str | Profile = "cpu", seed: int = 0, ro
         made = json.loads((folder / "zoo.json").read_text()) if (folder / "zoo.json").is_file() else {}
     except (CacheError, ValueError) as e:
         warn_damaged(_label(name, p, seed), folder, e, "zoo.get retrains it"); return None
-    record = {"train_seconds": float(side.get("train_seconds") or 0.0), "trained_alongside": int(made.get("trained_alongside") or 1)}
+    seconds = float(side.get("train_seconds") or 0.0)
+    record = {"train_seconds": seconds, "made_seconds": max(seconds, float(made.get("made_seconds") or 0.0)),
+              "trained_alongside": int(made.get("trained_alongside") or 1)}
     record["steps"] = len(history)
     if history:
         loss, acc = np.array([h["loss"] for h in history]), np.array([h.get("acc", np.nan) for h in history])

@@ -69,7 +69,8 @@ class Experiment:
             cost_name = weights if share == 1 else f"{weights} ({share:g}x budget)"
             # its share of the machine's time: a model trained beside others (`launch.train_in_parallel`, N at once on
             # the machine's cores) took 1/N of its training's wall time from the batch
-            seconds, alongside = self.records[key].get("train_seconds", 0.0), self.records[key].get("trained_alongside", 1)
+            # (what making it took, `made_seconds`: the loop's clock misses its data and the writing of its files)
+            seconds, alongside = self.records[key].get("made_seconds", 0.0), self.records[key].get("trained_alongside", 1)
             self.train_s[cost_name] = seconds / alongside
             if not cached: self.train_s_in_run[cost_name] = self.train_s[cost_name]
             print(f"{key:18s} trained in {seconds / 60:.1f} min" + (f", {alongside} models at once" if alongside > 1 else "")
