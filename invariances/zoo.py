@@ -528,7 +528,8 @@ def training_record(name: str, profile: str | Profile = "cpu", seed: int = 0, ro
     not trained, or (with a `CacheWarning`) if those files are damaged: `get` retrains it.
     `train_seconds` is summed over resumed sessions; `made_seconds`, what making the model cost the machine: the wall
     time of the session that finished it (its data, the loop, writing its files; not its process's start-up: on the
-    2-core `cpu` batch the three took about 10 s a model beyond the loop), never below `train_seconds`
+    2-core `cpu` batch 5-25 s a model beyond the loop, and the Region Tracker's tracks 7 of its 10 minutes), never
+    below `train_seconds`
     (equal to it for a model sealed before it was kept); `trained_alongside`, how many models the machine trained at once
     (`TRAINED_ALONGSIDE_ENV`; 1 for a model sealed before it was kept); loss and accuracy (the method's own: contrastive
     or class) are means over the first and last `window` steps, and `peak_acc` is the best such mean, to show how
