@@ -440,9 +440,7 @@ def get(name: str, profile: str | Profile = "cpu", seed: int = 0, root=None, run
         _clear_for_training(folder, name, p, seed)
         started = time.perf_counter()
         with recording_data_notes() as notes: enc = _train(folder, name, p, seed, root, runtime, progress)
-        # what making it cost the machine, beyond the loop's own clock: its data, the model's build, writing its files
-        made = time.perf_counter() - started if get_method(get_model(name).method).trains else None
-        _finish(folder, name, p, seed, notes, made_seconds=made)
+        _finish(folder, name, p, seed, notes, started)
         return enc
 
 def training_estimate(name: str, profile: str | Profile = "cpu", root=None) -> float | None:
@@ -474,9 +472,12 @@ def _train(folder: Path, name: str, p: Profile, seed: int, root, runtime, progre
     train_set = dataset(p, "train", training_count(name, p, root), root, data=m.data) if get_method(m.method).trains else None
     return train(m.method, train_set, cfg, folder, runtime=runtime, progress=progress, snapshots=SNAPSHOT_FRACTIONS).eval()
 
-def _finish(folder: Path, name: str, p: Profile, seed: int, data_notes: list[str] = (), made_seconds: float | None = None):
-    """Write the model's record (with what its training data skipped: `warn_data` notes, and the wall seconds of the
-    session that made it, when measured) and seal its files."""
+def _finish(folder: Path, name: str, p: Profile, seed: int, data_notes: list[str] = (), started: float | None = None):
+    """Write the model's record (with what its training data skipped: `warn_data` notes, and, for a model that trains,
+    the wall seconds since `started`: what making it cost the machine beyond the loop's clock, its data and the writing
+    of its files) and seal its files."""
+    trains = started is not None and get_method(get_model(name).method).trains
+    made_seconds = time.perf_counter() - started if trains else None
     write_json(folder / "zoo.json", {"name": name, "profile": asdict(p), "seed": seed, "key": folder.name, "data_notes": list(data_notes),
                                      "trained_alongside": trained_alongside()}
                                     | ({"made_seconds": round(made_seconds, 3)} if made_seconds is not None else {}))
@@ -509,7 +510,7 @@ def _get_distributed(name: str, p: Profile, seed: int, root, runtime, progress) 
         if cached: return enc if rank == 0 else load_backbone(folder / "backbone.pt").eval()
         started = time.perf_counter()
         with recording_data_notes() as notes: enc = _train(folder, name, p, seed, root, runtime, progress)     # every rank: DDP
-        if rank == 0: _finish(folder, name, p, seed, notes, made_seconds=time.perf_counter() - started)
+        if rank == 0: _finish(folder, name, p, seed, notes, started)
         dist.barrier()                                   # no rank returns before the model is sealed
         return enc
 
