@@ -158,12 +158,13 @@ class SVMResult:
     chance: float           # mean over classes of the test positive rate: the expected AP of a random ranking
 
 def svm_map(train_features, train_labels, test_features, test_labels, costs: Sequence[float] = GOYAL_COSTS, folds: int = 3,
-            normalize: bool = True, ap: str = "voc", seed: int = 0, n_jobs: int | None = None) -> SVMResult:
+            normalize: bool = True, ap: str = "voc", seed: int = 0, n_jobs: int | None = None, dual: bool = False) -> SVMResult:
     """Goyal et al.'s linear-SVM benchmark: per class, a `LinearSVC` with the cost chosen by `folds`-fold CV AP on the
     train features, scored by the test AP (`ap`: 'voc', 'voc07' or 'sklearn'). Labels: (N, C) of 1/0/-1 (-1: difficult),
-    or (N,) class labels for a single-label set. The classes' sweeps run in `n_jobs` processes (default: one per CPU
-    this process may use, at most one per class): liblinear is single-threaded, and every fit is seeded, so the result
-    is the same for any `n_jobs`."""
+    or (N,) class labels for a single-label set. Each SVM is solved in the primal (liblinear's trust-region Newton) to
+    its optimum; `dual=True` uses the benchmark's own dual solver, which stops at 2,000 passes. The classes' sweeps run
+    in `n_jobs` processes (default: one per CPU this process may use, at most one per class): liblinear is
+    single-threaded, and every fit is deterministic, so the result is the same for any `n_jobs`."""
     if ap not in AP_KINDS: raise ValueError(f"ap must be one of {AP_KINDS}, got {ap!r}")
     xtr = as_features(train_features, "train features", min_samples=2)
     xte = as_features(test_features, "test features", dim=xtr.shape[1], min_samples=1, against="the train features")
@@ -180,7 +181,7 @@ def svm_map(train_features, train_labels, test_features, test_labels, costs: Seq
         keep = yte[:, c] != -1                                   # difficult test images are not scored
         if not (yte[keep, c] == 1).any(): raise ValueError(f"class {c} has no positive test image: its AP is undefined")
     jobs = min(C, int(n_jobs) if n_jobs is not None else usable_cores())
-    sweeps = [(xtr, t, xte, costs, int(folds), seed) for t in targets]
+    sweeps = [(xtr, t, xte, costs, int(folds), seed, bool(dual)) for t in targets]
     if jobs > 1:
         import joblib
         # max_nbytes=None: the features go to the workers by pickle (a few MB), not as memory maps in /dev/shm that a
@@ -194,15 +195,15 @@ def svm_map(train_features, train_labels, test_features, test_labels, costs: Seq
         aps[c], chance[c] = average_precision(scores[keep], yte[keep, c] == 1, ap), (yte[keep, c] == 1).mean()
     return SVMResult(float(aps.mean()), aps, chosen, cv_ap, ap, C, float(chance.mean()))
 
-def _svm_class(xtr, t, xte, costs, folds: int, seed: int):
+def _svm_class(xtr, t, xte, costs, folds: int, seed: int, dual: bool):
     "One class of `svm_map`: the mean CV AP of each cost, the first best cost, and the test decision values of the SVM refitted at it."
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.model_selection import cross_val_score
     from sklearn.svm import LinearSVC
     svm = lambda c: LinearSVC(C=c, class_weight={1: 2, -1: 1}, intercept_scaling=1.0, penalty="l2", loss="squared_hinge",
-                              tol=1e-4, dual=True, max_iter=2000, random_state=seed)
+                              tol=1e-4, dual=dual, max_iter=2000, random_state=seed)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", category=ConvergenceWarning)   # liblinear at max_iter=2000, as in the benchmark
+        warnings.simplefilter("ignore", category=ConvergenceWarning)   # the dual at max_iter=2000, as in the benchmark
         cv_ap = np.array([cross_val_score(svm(k), xtr, t, cv=folds, scoring="average_precision").mean() for k in costs])
         chosen = costs[int(np.argmax(cv_ap))]
         return cv_ap, chosen, svm(chosen).fit(xtr, t).decision_function(xte)
