@@ -173,6 +173,7 @@ def svm_map(train_features, train_labels, test_features, test_labels, costs: Seq
     if len(costs) == 0 or not np.isfinite(costs).all() or (costs <= 0).any(): raise ValueError(f"costs must be positive finite values, got {costs!r}")
     if isinstance(folds, bool) or int(folds) != folds or folds < 2: raise ValueError(f"folds must be an integer >= 2, got {folds!r}")
     if n_jobs is not None and (isinstance(n_jobs, bool) or int(n_jobs) != n_jobs or n_jobs < 1): raise ValueError(f"n_jobs must be an integer >= 1 or None, got {n_jobs!r}")
+    if not isinstance(dual, (bool, np.bool_)): raise ValueError(f"dual must be True (the benchmark's dual solver) or False (the primal), got {dual!r}")
     if normalize: xtr, xte = (v / (np.linalg.norm(v, axis=1, keepdims=True) + 1e-5) for v in (xtr, xte))
     C = ytr.shape[1]
     targets = [np.where(ytr[:, c] == 1, 1, -1) for c in range(C)]    # difficult (-1) and absent (0) train as negatives
