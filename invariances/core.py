@@ -15,12 +15,13 @@ import numpy as np
 import torch
 
 # %% auto #0
-__all__ = ['IMAGENET_MEAN', 'IMAGENET_STD', 'IMAGENET_SIZE', 'PROGRESS_ENV', 'PROGRESS_EVERY_S', 'RACY_NS', 'BATCH_OUTPUTS',
-           'seed_everything', 'seed_worker', 'run_concurrently', 'usable_cores', 'overlap_shares', 'last_line',
-           'at_least_one', 'processes_at_once', 'to_float_images', 'to_uint8_images', 'data_root', 'cache_dir',
-           'safe_name', 'config_key', 'atomic_path', 'write_bytes', 'write_text', 'write_json', 'save_torch',
-           'report_progress', 'in_ci', 'DataWarning', 'warn_data', 'data_notes', 'recording_data_notes', 'file_digest',
-           'tree_digest', 'git_info', 'package_versions', 'peak_memory_mb', 'provenance']
+__all__ = ['ALONGSIDE_ENV', 'IMAGENET_MEAN', 'IMAGENET_STD', 'IMAGENET_SIZE', 'PROGRESS_ENV', 'PROGRESS_EVERY_S', 'RACY_NS',
+           'BATCH_OUTPUTS', 'seed_everything', 'seed_worker', 'run_concurrently', 'usable_cores', 'overlap_shares',
+           'processes_alongside', 'last_line', 'at_least_one', 'processes_at_once', 'to_float_images',
+           'to_uint8_images', 'data_root', 'cache_dir', 'safe_name', 'config_key', 'atomic_path', 'write_bytes',
+           'write_text', 'write_json', 'save_torch', 'report_progress', 'in_ci', 'DataWarning', 'warn_data',
+           'data_notes', 'recording_data_notes', 'file_digest', 'tree_digest', 'git_info', 'package_versions',
+           'peak_memory_mb', 'provenance']
 
 # %% ../nbs/00_core.ipynb #25237e79
 def seed_everything(seed: int) -> torch.Generator:
@@ -89,6 +90,19 @@ def overlap_shares(intervals: Sequence[tuple[float, float]]) -> list[float]:
         live = [i for i, (s, e) in enumerate(intervals) if s <= a and b <= e]
         for i in live: shares[i] += (b - a) / len(live)
     return shares
+
+# How many processes of one batch the machine runs at once, set by the pools that divide the cores among them
+# (`launch.train_in_parallel`, `repro.execute_at_once`) for each process they start
+ALONGSIDE_ENV = "INVARIANCES_ALONGSIDE"
+
+def processes_alongside() -> int:
+    """`$INVARIANCES_ALONGSIDE`, checked: how many processes the machine runs at once beside this one, itself included
+    (a whole number >= 1; 1 when unset or empty). What a process makes records it (a zoo model's `trained_alongside`, a
+    cache entry's `made_alongside`), so that a later run that reads it instead counts the maker's share of the machine:
+    its wall time divided by this number, as `overlap_shares` counts two runs side by side."""
+    raw = os.environ.get(ALONGSIDE_ENV, "").strip() or "1"
+    if not raw.isdigit() or int(raw) < 1: raise ValueError(f"{ALONGSIDE_ENV}={raw!r} must be a whole number >= 1")
+    return int(raw)
 
 def last_line(log: str | os.PathLike, width: int = 300) -> str:
     "The last non-blank line of the file `log`, cut at `width` characters: what a failed process said last."

@@ -13,7 +13,7 @@ from typing import Sequence
 import numpy as np, torch
 
 from . import zoo
-from .core import at_least_one, last_line, processes_at_once, usable_cores
+from .core import ALONGSIDE_ENV, at_least_one, last_line, processes_at_once, usable_cores
 from .runtime import Runtime, cpu_bf16_native, process_env
 from .repro import RunSpec, Batch, execute_run, load_batch, parameter_errors, run_settings
 from .profiles import PROFILES, Profile, get_profile, with_budget
@@ -221,7 +221,7 @@ def train_in_parallel(batch: str | Batch | Sequence[ZooModel], workers: int = 2,
     at_once = min(workers, len(jobs))
     # each worker's training path is the machine's measured choice for its thread count (`Runtime.detect`: the first
     # worker measures it under a file lock while the others wait, then they read it)
-    env = os.environ | process_env() | {"OMP_NUM_THREADS": str(threads), zoo.TRAINED_ALONGSIDE_ENV: str(at_once)}
+    env = os.environ | process_env() | {"OMP_NUM_THREADS": str(threads), ALONGSIDE_ENV: str(at_once)}
     echo(f"training {len(jobs)} zoo model(s), {at_once} at once with {threads} thread(s) each; logs in {log_dir}"
          + (f"\n  {outlook}" if (outlook := training_outlook(jobs)) else ""))
 

@@ -509,8 +509,8 @@ def cost_by_paper(runs: list[dict], board: list[dict]) -> pd.DataFrame:
     return out
 
 def cache_saved(runs: list[dict]) -> dict[str, float]:
-    """The cache entries `runs` read that none of them made, at the seconds each took when it was made: what a warm
-    cache saved them, in the order they were first read."""
+    """The cache entries `runs` read that none of them made, at the seconds of the machine each took when it was made
+    (`store.machine_share`): what a warm cache saved them, in the order they were first read."""
     made = {e for r in runs for e in r.get("cache_made_s", {})}
     saved = {}
     for r in runs: saved.update({e: s for e, s in r.get("cache_read_s", {}).items() if e not in made and e not in saved})

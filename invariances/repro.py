@@ -14,8 +14,8 @@ from typing import Callable, Mapping, TextIO
 import nbformat
 import yaml
 
-from .core import (PROGRESS_ENV, at_least_one, data_root, git_info, in_ci, last_line, overlap_shares, processes_at_once,
-                              tree_digest, usable_cores, write_json, write_text)
+from .core import (ALONGSIDE_ENV, PROGRESS_ENV, at_least_one, data_root, git_info, in_ci, last_line, overlap_shares,
+                              processes_at_once, tree_digest, usable_cores, write_json, write_text)
 from .runs import MODEL_PARAMETERS, table_markdown
 from .runtime import process_env
 
@@ -559,7 +559,9 @@ def execute_at_once(jobs: list[tuple], workers: int, batch: Batch, root: Path, o
     if not jobs: return
     logs = out / RUN_LOGS; logs.mkdir(parents=True, exist_ok=True)
     threads = max(1, usable_cores() // workers)
-    env = os.environ | {"OMP_NUM_THREADS": str(threads)}
+    # what a run makes records how many ran at once (`core.processes_alongside`), so that a later run that reads it
+    # counts its share of the machine, as this one counts its own (`overlap_shares`)
+    env = os.environ | {"OMP_NUM_THREADS": str(threads), ALONGSIDE_ENV: str(min(workers, len(jobs)))}
     echo(f"executing {len(jobs)} run(s), {min(workers, len(jobs))} at once with {threads} thread(s) each; their processes' output in {logs}")
     commands, tags = [], {}
     for tag, run, key, data, run_dir in jobs:

@@ -11,12 +11,12 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from .core import atomic_path, file_digest, write_json
+from .core import atomic_path, file_digest, processes_alongside, write_json
 
 # %% auto #0
 __all__ = ['MANIFEST', 'CHUNK_BYTES', 'CacheError', 'StaleEntry', 'CacheWarning', 'begin_entry', 'save_npy', 'finish_entry',
            'check_entry', 'open_array', 'read_entry', 'warn_damaged', 'load_entry', 'file_record', 'record_digest',
-           'check_file', 'cache_compute', 'cache_compute_mark']
+           'check_file', 'machine_share', 'cache_compute', 'cache_compute_mark']
 
 # %% ../nbs/03_store.ipynb #80338e38
 MANIFEST = "manifest.json"
@@ -45,15 +45,16 @@ def finish_entry(folder: Path, info: Mapping, files: Sequence[str] = ("images.np
                  compute_s: float | None = None) -> dict:
     """Seal the entry in `folder`: its manifest, written last, holds `info` and the `file_record` (byte size, sha256,
     `.npy` shape and dtype) of each of `files`; `shape` repeats that of `images.npy` when there is one. `compute_s`:
-    the seconds the entry took to compute, kept as `compute_s` for whoever reads it instead (`cache_compute`)."""
+    the seconds the entry took to compute, kept as `compute_s` for whoever reads it instead (`cache_compute`), with
+    how many processes the machine ran at once beside its maker (`made_alongside`, `core.processes_alongside`)."""
     folder = Path(folder)
     records = {f: file_record(folder / f) for f in files}
     m = {**info, "files": records}
     if "images.npy" in records: m["shape"] = records["images.npy"]["shape"]
-    if compute_s is not None: m["compute_s"] = round(float(compute_s), 3)
+    if compute_s is not None: m |= {"compute_s": round(float(compute_s), 3), "made_alongside": processes_alongside()}
     write_json(folder / manifest, m)
     for f, r in records.items(): _remember(folder / f, r)
-    if compute_s is not None: _used(folder, manifest, m["compute_s"], made=True)
+    if compute_s is not None: _used(folder, manifest, machine_share(m), made=True)
     return m
 
 def check_entry(folder: Path, verify: bool = True, expect: Mapping | None = None, need: Sequence[str] = (),
@@ -72,7 +73,7 @@ def check_entry(folder: Path, verify: bool = True, expect: Mapping | None = None
     try:
         for f, rec in m["files"].items(): check_file(folder / f, rec, verify)
     except (KeyError, TypeError) as e: raise CacheError(f"{path} is not a manifest we wrote: {type(e).__name__}: {e}") from e
-    if isinstance(m.get("compute_s"), (int, float)): _used(folder, manifest, m["compute_s"], made=False)
+    if isinstance(m.get("compute_s"), (int, float)): _used(folder, manifest, machine_share(m), made=False)
     return m
 
 def open_array(folder: Path, name: str, m: Mapping) -> np.ndarray:
@@ -169,6 +170,15 @@ def _json(v): return json.loads(json.dumps(v, sort_keys=True, default=str))   # 
 # %% ../nbs/03_store.ipynb #ccb226c9
 _COMPUTE: dict[str, dict] = {}   # entry -> {"seconds", "made"}: every entry with a known cost this process made or read, in order
 
+def machine_share(manifest: Mapping) -> float:
+    """The seconds of the machine an entry took to make: its `compute_s` (its maker's wall time) divided by the
+    processes that ran at once beside the maker (`made_alongside`; 1 for an entry sealed before it was kept), as a run
+    beside others counts its share (`core.overlap_shares`): an entry a one-thread run made beside another in 60 s took
+    30 s of the 2-core machine. (The pool's count holds while the other process runs; one made after it ended is counted short.)"""
+    alongside = manifest.get("made_alongside", 1)
+    if not isinstance(alongside, int) or isinstance(alongside, bool) or alongside < 1: alongside = 1   # not ours: as if alone
+    return float(manifest["compute_s"]) / alongside
+
 def _used(folder: Path, manifest: str, seconds: float, made: bool):
     "Note an entry this process made (`made`) or read, with the seconds it took to compute."
     folder = Path(folder)
@@ -177,8 +187,8 @@ def _used(folder: Path, manifest: str, seconds: float, made: bool):
 
 def cache_compute(since: int = 0) -> dict[str, dict[str, float]]:
     """The computation behind the cache entries this process used, from its `since`-th on (`len(cache_compute_mark)`):
-    `{"read": {entry: seconds}, "made": {entry: seconds}}`, an entry read (without being made here) at the seconds it
-    took when it was made, an entry made here at the seconds it took now. Entries are named `<folder's parent>/<folder>/<manifest>`."""
+    `{"read": {entry: seconds}, "made": {entry: seconds}}`, an entry read (without being made here) at the seconds of
+    the machine it took when it was made (`machine_share`), an entry made here at those it took now. Entries are named `<folder's parent>/<folder>/<manifest>`."""
     out = {"read": {}, "made": {}}
     for name, e in list(_COMPUTE.items())[since:]: out["made" if e["made"] else "read"][name] = e["seconds"]
     return out

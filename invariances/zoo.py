@@ -14,7 +14,8 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from .core import cache_dir, config_key, data_root, recording_data_notes, tree_digest, warn_data, write_json
+from .core import (cache_dir, config_key, data_root, processes_alongside, recording_data_notes, tree_digest, warn_data,
+                              write_json)
 from .runtime import Runtime
 from .store import (MANIFEST, CacheError, begin_entry, check_entry, check_file, file_record, finish_entry,
                                record_digest, warn_damaged)
@@ -27,11 +28,10 @@ from .train.tracking import TrackingConfig, region_tracks
 
 # %% auto #0
 __all__ = ['VIDEO_CLIP', 'DAVIS_CLIP', 'TRACKER', 'TRACKING', 'COCO_MIN_AREA', 'DATA', 'REAL_FOLDERS', 'REAL_VIDEO_DATA',
-           'REAL_SCENE_DATA', 'MODELS', 'ZOO_VERSION', 'FUSIONS', 'MODEL_FILES', 'SNAPSHOTS', 'TRAINED_ALONGSIDE_ENV',
-           'dataset', 'data_identity', 'ZooModel', 'get_model', 'labels', 'model_config', 'weights_of',
-           'training_count', 'model_key', 'model_dir', 'Fusion', 'fusion_parts', 'instance', 'parse_instance',
-           'trained_alongside', 'get', 'training_estimate', 'is_cached', 'weights_digest', 'training_record',
-           'snapshots', 'snapshot_record']
+           'REAL_SCENE_DATA', 'MODELS', 'ZOO_VERSION', 'FUSIONS', 'MODEL_FILES', 'SNAPSHOTS', 'dataset',
+           'data_identity', 'ZooModel', 'get_model', 'labels', 'model_config', 'weights_of', 'training_count',
+           'model_key', 'model_dir', 'Fusion', 'fusion_parts', 'instance', 'parse_instance', 'get', 'training_estimate',
+           'is_cached', 'weights_digest', 'training_record', 'snapshots', 'snapshot_record']
 
 # %% ../nbs/60_zoo.ipynb #ac3d997a
 def _synthetic_objects(split, n, p, root):
@@ -381,16 +381,6 @@ def _locked(folder: Path):
 
 MODEL_FILES = ("backbone.pt", "backbone.json", "history.json", "zoo.json")   # what training leaves besides its resume checkpoint
 SNAPSHOTS = SNAPSHOT_DIR   # the folder (a sealed entry of its own) of the encoders kept along training
-# How many zoo models this machine trains at once (`launch.train_in_parallel` sets it for its workers; unset: 1). The
-# model's record keeps it, so that a run's cost counts a model trained beside others by its share of the machine.
-TRAINED_ALONGSIDE_ENV = "INVARIANCES_TRAINED_ALONGSIDE"
-
-def trained_alongside() -> int:
-    "`$INVARIANCES_TRAINED_ALONGSIDE`, checked: a whole number >= 1 (1 when unset or empty)."
-    raw = os.environ.get(TRAINED_ALONGSIDE_ENV, "").strip() or "1"
-    if not raw.isdigit() or int(raw) < 1: raise ValueError(f"{TRAINED_ALONGSIDE_ENV}={raw!r} must be a whole number >= 1")
-    return int(raw)
-
 def _label(name: str, p: Profile, seed: int) -> str: return f"zoo model {name!r} (profile {p.name}, seed {seed})"
 
 def _seal(folder: Path, name: str, p: Profile, seed: int) -> dict:
@@ -463,7 +453,7 @@ def training_estimate(name: str, profile: str | Profile = "cpu", root=None) -> f
     return float(np.median(rates)) * steps / 60 if rates else None
 
 def _train(folder: Path, name: str, p: Profile, seed: int, root, runtime, progress) -> Encoder:
-    trained_alongside()   # its record says it when sealed: a malformed value is refused before training, not after
+    processes_alongside()   # its record says it when sealed: a malformed value is refused before training, not after
     cfg, m = model_config(name, p, seed), get_model(name)
     if get_method(m.method).trains:   # `get` may take minutes: say so before it starts
         est = training_estimate(name, p, root)
@@ -479,7 +469,7 @@ def _finish(folder: Path, name: str, p: Profile, seed: int, data_notes: list[str
     trains = started is not None and get_method(get_model(name).method).trains
     made_seconds = time.perf_counter() - started if trains else None
     write_json(folder / "zoo.json", {"name": name, "profile": asdict(p), "seed": seed, "key": folder.name, "data_notes": list(data_notes),
-                                     "trained_alongside": trained_alongside()}
+                                     "trained_alongside": processes_alongside()}
                                     | ({"made_seconds": round(made_seconds, 3)} if made_seconds is not None else {}))
     _seal(folder, name, p, seed)
     if (folder / SNAPSHOTS).is_dir(): _seal_snapshots(folder, name, p, seed, same_as_model=True)
@@ -531,8 +521,8 @@ def training_record(name: str, profile: str | Profile = "cpu", seed: int = 0, ro
     time of the session that finished it (its data, the loop, writing its files; not its process's start-up: on the
     2-core `cpu` batch 5-25 s a model beyond the loop, and the Region Tracker's tracks 7 of its 10 minutes), never
     below `train_seconds`
-    (equal to it for a model sealed before it was kept); `trained_alongside`, how many models the machine trained at once
-    (`TRAINED_ALONGSIDE_ENV`; 1 for a model sealed before it was kept); loss and accuracy (the method's own: contrastive
+    (equal to it for a model sealed before it was kept); `trained_alongside`, how many processes the machine ran at once
+    beside it, itself included (`core.processes_alongside`; 1 for a model sealed before it was kept); loss and accuracy (the method's own: contrastive
     or class) are means over the first and last `window` steps, and `peak_acc` is the best such mean, to show how
     training went."""
     p = get_profile(profile)

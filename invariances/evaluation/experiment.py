@@ -13,7 +13,7 @@ import pandas as pd
 import torch.nn as nn
 
 from .. import zoo
-from ..core import data_notes, seed_everything
+from ..core import data_notes, processes_alongside, seed_everything
 from ..runtime import CPU_RUNTIMES, Runtime
 from ..models import Encoder
 from ..profiles import Profile, get_profile
@@ -46,6 +46,7 @@ class Experiment:
         self.records, self.health, self.train_s, self.train_s_in_run, self.measures = {}, {}, {}, {}, {}
         self.external: dict[str, dict] = {}   # models that are not zoo models (`checkpoints`), by label
         self._cache_mark = cache_compute_mark()   # the cache entries this run reads or makes from here on
+        processes_alongside()   # what the run makes records it: a malformed value is refused now, not when an entry is sealed
 
     @property
     def path(self): return self.run.path
@@ -67,12 +68,13 @@ class Experiment:
             weights = zoo.instance(zoo.weights_of(name, self.profile), seed, self.seed)
             share = get_method(zoo.get_model(name).method).config.budget_share(self.profile.budget)
             cost_name = weights if share == 1 else f"{weights} ({share:g}x budget)"
-            # its share of the machine's time: a model trained beside others (`launch.train_in_parallel`, N at once on
-            # the machine's cores) took 1/N of its training's wall time from the batch
+            # its share of the machine's time: a model trained beside others (N processes at once on the machine's
+            # cores: `launch.train_in_parallel`, or a run of `repro.execute_at_once`) took 1/N of its wall time from the batch
             # (what making it took, `made_seconds`: the loop's clock misses its data and the writing of its files)
             seconds, alongside = self.records[key].get("made_seconds", 0.0), self.records[key].get("trained_alongside", 1)
             self.train_s[cost_name] = seconds / alongside
-            if not cached: self.train_s_in_run[cost_name] = self.train_s[cost_name]
+            # trained here: this process's own seconds, a part of the run's wall time (the report scales both by the run's share)
+            if not cached: self.train_s_in_run[cost_name] = seconds
             print(f"{key:18s} trained in {seconds / 60:.1f} min" + (f", {alongside} models at once" if alongside > 1 else "")
                   + (" (cached)" if cached else ""))
         references = {}
