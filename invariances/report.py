@@ -840,7 +840,7 @@ def build_report(batch: str, root: str | os.PathLike | None = None, out: str | o
                   f"counted once: a model trained by an earlier run of the same configuration is loaded from the cache; one trained beside "
                   f"others by its share of the machine)" +
                   (f"; the runs read {cached:.1f} min of computation from caches that none of them made (features, "
-                   f"invariances, data sets, health records, as long as each took when it was made)" if cached else "") +
+                   f"invariances, data sets, health records, each at its share of the machine when it was made)" if cached else "") +
                   f", so the batch from scratch "
                   f"costs about {from_scratch:.0f} min." +
                   (f" This invocation spent {invocation:.1f} min (`status.json`)." if has_status else ""), ""]
