@@ -853,7 +853,7 @@ def build_report(batch: str, root: str | os.PathLike | None = None, out: str | o
         cost_lines += ["### Minutes from scratch per paper", "",
                        "Training: the zoo models the paper's runs use, each counted once at its first use; evaluation: the "
                        "rest of the runs' wall time, and the computation they read from caches that no run of the batch made "
-                       "(each entry once, at the seconds it took when it was made).", "", table_markdown(by_paper, ".1f"),
+                       "(each entry once, at its share of the machine when it was made).", "", table_markdown(by_paper, ".1f"),
                        f"From scratch the batch takes about {total:.0f} min" +
                        (f" of its {budget:.0f}-minute budget: **{'within' if total <= budget else 'over'}**." if budget else ".") +
                        (" " + gap if (gap := budget_gap(by_paper, budget)) else ""), "",
