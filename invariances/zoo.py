@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 import contextlib, fcntl, json, math, os, shutil, time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -31,7 +31,7 @@ __all__ = ['VIDEO_CLIP', 'DAVIS_CLIP', 'TRACKER', 'TRACKING', 'COCO_MIN_AREA', '
            'REAL_SCENE_DATA', 'MODELS', 'ZOO_VERSION', 'FUSIONS', 'MODEL_FILES', 'SNAPSHOTS', 'dataset',
            'data_identity', 'ZooModel', 'get_model', 'labels', 'model_config', 'weights_of', 'training_count',
            'model_key', 'model_dir', 'Fusion', 'fusion_parts', 'instance', 'parse_instance', 'get', 'training_estimate',
-           'is_cached', 'weights_digest', 'training_record', 'snapshots', 'snapshot_record']
+           'cached_budgets', 'is_cached', 'weights_digest', 'training_record', 'snapshots', 'snapshot_record']
 
 # %% ../nbs/60_zoo.ipynb #ac3d997a
 def _synthetic_objects(split, n, p, root):
@@ -435,22 +435,33 @@ def get(name: str, profile: str | Profile = "cpu", seed: int = 0, root=None, run
 
 def training_estimate(name: str, profile: str | Profile = "cpu", root=None) -> float | None:
     """Minutes zoo model `name` should take to train here: its steps at the median seconds per step of the models of the
-    same method and width already trained on this machine at `profile`, or at `profile` without its budget (`with_budget`:
-    the same shapes, so the same seconds per step; there `name` itself counts too, so a 16x model's estimate is 16 times
-    its own time when it alone is trained). None when there are none to go by, or it does not train: width must match
-    (at the `cpu` profile the 3x wider Default(x3) took 3.0x a Default's time on a 2-core CPU, 17.3 against 5.5 and 5.8
-    minutes, neither 1x nor the 9x of its arithmetic)."""
+    same method and width already trained on this machine at `profile`, or at `profile` with any other budget
+    (`with_budget`: the same shapes, so the same seconds per step; there `name` itself counts too, so a 16x model's
+    estimate is 16 times its own time when it alone is trained): the profile itself, its 1x, and every budget the zoo
+    cache holds models of (the `cpu` batch's models are a budget variant, which a `cpu-long` model goes by). None when
+    there are none to go by, or it does not train: width must match (at the `cpu` profile the 3x wider Default(x3) took
+    3.0x a Default's time on a 2-core CPU, 17.3 against 5.5 and 5.8 minutes, neither 1x nor the 9x of its arithmetic)."""
     p, m = get_profile(profile), get_model(name)
     steps = getattr(model_config(name, p), "steps", None)
     if not get_method(m.method).trains or not steps: return None
     def record(other, q):                  # a model whose data is not under this root has no record here
         try: return training_record(other, q, 0, root) or {}
         except FileNotFoundError: return {}
-    base = with_budget(p, 1.0)
-    rates = [r["train_seconds"] / r["steps"] for q in ([p] if base == p else [p, base]) for other, o in MODELS.items()
+    shapes = [with_budget(p, b) for b in sorted({p.budget, 1.0} | cached_budgets(p))]
+    rates = [r["train_seconds"] / r["steps"] for q in shapes for other, o in MODELS.items()
              if (other != name or q != p) and o.method == m.method and o.width_multiplier == m.width_multiplier
              for r in [record(other, q)] if r.get("steps") and r.get("train_seconds")]
     return float(np.median(rates)) * steps / 60 if rates else None
+
+def cached_budgets(profile: str | Profile = "cpu") -> set[float]:
+    """The budgets at which the zoo cache holds sealed models of `profile`'s shapes (the profile but for its `budget`),
+    read from their records (`zoo.json`); a record this version cannot read is passed over."""
+    p, found = get_profile(profile), set()
+    for f in cache_dir("zoo", create=False).glob(f"*-{p.name}-s*-*/zoo.json"):
+        try: q = Profile(**json.loads(f.read_text())["profile"])
+        except (OSError, ValueError, TypeError, KeyError): continue
+        if replace(q, budget=p.budget) == p: found.add(q.budget)
+    return found
 
 def _train(folder: Path, name: str, p: Profile, seed: int, root, runtime, progress) -> Encoder:
     processes_alongside()   # its record says it when sealed: a malformed value is refused before training, not after
