@@ -516,9 +516,11 @@ def cache_saved(runs: list[dict]) -> dict[str, float]:
     for r in runs: saved.update({e: s for e, s in r.get("cache_read_s", {}).items() if e not in made and e not in saved})
     return saved
 
-def budget_gap(cost: pd.DataFrame, budget: float | None) -> str:
+def budget_gap(cost: pd.DataFrame, budget: float | None, share: float | None = None) -> str:
     """What keeping within `budget` minutes would take with every table kept, from the minutes per paper (`cost_by_paper`):
-    the share of its steps each model could train, or how much faster the machine would have to be; '' when within it."""
+    the share of its steps each model could train, or how much faster the machine would have to be; '' when within it.
+    `share`: the fraction of its recipe's steps each model trains now (the batch's `budget` parameter), so the sentence
+    names both: the steps the models train now, and the recipe's."""
     if not budget or cost.empty: return ""
     train, evals = cost["training (min)"].sum(), cost["evaluation (min)"].sum()
     total = train + evals
@@ -528,8 +530,9 @@ def budget_gap(cost: pd.DataFrame, budget: float | None) -> str:
         return (f"Its evaluation alone takes {evals:.0f} min of the {budget:.0f}: no share of training would fit it; a machine "
                 f"{total / budget:.1f}x as fast would.")
     return (f"With every table kept, the {budget:.0f} minutes leave {left:.0f} for training, which takes {train:.0f} now: "
-            f"every model trained for {left / train:.2f} of its steps (and its health judged at that budget), or a machine "
-            f"{total / budget:.1f}x as fast.")
+            f"every model trained for {left / train:.2f} of the steps it trains now" +
+            (f" ({share:g} of its recipe's, so {share * left / train:.2f} of them)" if share and share != 1 else "") +
+            f" (and its health judged at that budget), or a machine {total / budget:.1f}x as fast.")
 
 def plot_cost(cost: pd.DataFrame, budget: float | None = None, title: str = ""):
     "The minutes from scratch per paper as stacked bars (training, evaluation), with the batch's budget if it has one."
@@ -765,6 +768,13 @@ def _caption(comp: dict, run) -> str:
     such a run reads differ from the renderer's), else `note`."""
     return (comp.get("note_on_real_data") if _reads_real_data(run) else None) or comp.get("note", "")
 
+def _step_share(b, cost_runs: list[dict]) -> float | None:
+    """The share of their recipe's steps the models of batch `b` train: the `budget` parameter (1 where not set) of the runs
+    that used zoo models (`cost_runs` with a `train_s`); None where those runs differ in it."""
+    trained = {c["run"] for c in cost_runs if c["train_s"]}
+    shares = {float(r.parameters.get("budget", 1.0)) for r in b.runs if r.name in trained}
+    return shares.pop() if len(shares) == 1 else None
+
 def _shown_path(path: Path, root: Path) -> str:
     try: return path.resolve().relative_to(root.resolve()).as_posix()
     except ValueError: return str(path)
@@ -856,7 +866,7 @@ def build_report(batch: str, root: str | os.PathLike | None = None, out: str | o
                        "(each entry once, at its share of the machine when it was made).", "", table_markdown(by_paper, ".1f"),
                        f"From scratch the batch takes about {total:.0f} min" +
                        (f" of its {budget:.0f}-minute budget: **{'within' if total <= budget else 'over'}**." if budget else ".") +
-                       (" " + gap if (gap := budget_gap(by_paper, budget)) else ""), "",
+                       (" " + gap if (gap := budget_gap(by_paper, budget, _step_share(b, cost_runs))) else ""), "",
                        f"![minutes per paper]({dest.relative_to(report_path.parent).as_posix()})", ""]
     # claims: only on usable runs
     # a claim of run X is checked on X and on every run of the batch that is a variant of X (trained longer, ...)
