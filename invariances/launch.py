@@ -25,8 +25,8 @@ from .evaluation.experiment import with_replicates
 # %% auto #0
 __all__ = ['FORWARDED_ENV', 'FIGURE_TRANSFORMS', 'DRY_SIZES', 'DRY_STEPS', 'ZooModel', 'zoo_models', 'batch_models',
            'profile_argument', 'parse_profile', 'rendezvous_port', 'TrainJob', 'main', 'make_executor',
-           'train_zoo_models', 'relative_cost', 'training_outlook', 'train_in_parallel', 'DryRunError', 'dry_profile',
-           'dry_runtime', 'fabricated_root', 'dry_run']
+           'train_zoo_models', 'relative_cost', 'train_log', 'training_outlook', 'train_in_parallel', 'DryRunError',
+           'dry_profile', 'dry_runtime', 'fabricated_root', 'dry_run']
 
 # %% ../nbs/84_launch.ipynb #6b91a5bb
 @dataclass(frozen=True)
@@ -188,6 +188,14 @@ def _train_command(model: ZooModel) -> list[str]:
            profile_argument(model.profile), "--seed", str(model.seed)]
     return cmd + (["--data-root", str(model.data_root)] if model.data_root else [])
 
+def train_log(log_dir: str | os.PathLike, model: ZooModel) -> Path:
+    """The file under `log_dir` that `model`'s training process writes to: its name, profile, budget where not 1, seed and
+    zoo key (the end of its zoo folder's name), so two models that differ only in budget or data root, trained at once
+    (a `cpu-long` batch's 4x and 16x), never write to one file."""
+    p = get_profile(model.profile)
+    budget = f"-x{p.budget:g}" if p.budget != 1 else ""
+    return Path(log_dir) / f"{model.name}-{p.name}{budget}-s{model.seed}-{zoo.model_key(model.name, p, model.seed, model.data_root)}.log"
+
 def training_outlook(models: Sequence[ZooModel]) -> str:
     """In words, what training the `models` that the cache lacks should take here: how many, and their minutes at the
     speed the models already on this machine trained (`zoo.training_estimate`), the longest apart (no number of workers
@@ -225,7 +233,7 @@ def train_in_parallel(batch: str | Batch | Sequence[ZooModel], workers: int = 2,
     echo(f"training {len(jobs)} zoo model(s), {at_once} at once with {threads} thread(s) each; logs in {log_dir}"
          + (f"\n  {outlook}" if (outlook := training_outlook(jobs)) else ""))
 
-    logs = {m: log_dir / f"{m.name}-{get_profile(m.profile).name}-s{m.seed}.log" for m in jobs}
+    logs = {m: train_log(log_dir, m) for m in jobs}
     failed, started = [], time.perf_counter()
     def ended(m, code, t0, t1):
         if code == 0: echo(f"{m}: trained in {(t1 - t0) / 60:.1f} min"); return

@@ -8,7 +8,7 @@ import torch
 import yaml
 
 from invariances import zoo
-from invariances.launch import DryRunError, TrainJob, dry_run, profile_argument, train_zoo_models
+from invariances.launch import DryRunError, TrainJob, ZooModel, dry_run, profile_argument, train_log, train_zoo_models
 from invariances.repro import load_batch, project_root
 from invariances.profiles import PROFILES
 
@@ -123,7 +123,7 @@ def test_train_workers_train_the_models_first_and_the_cost_counts_their_share(tm
     assert main([str(batch.path), "--train-workers", "2", "--out", str(out)]) == 0
     for name in ("moco-default", "moco-spatial"):
         assert zoo.training_record(name, "smoke")["trained_alongside"] == 2
-        assert (out / "train-logs" / f"{name}-smoke-s0.log").is_file()
+        assert train_log(out / "train-logs", ZooModel(name, "smoke")).is_file()
     cost = json.loads((out / "table2" / "cost.json").read_text())
     assert cost["train_s_in_run"] == {}                          # nothing trained in the run's kernel
     assert cost["train_s"]["moco-default"] == pytest.approx(zoo.training_record("moco-default", "smoke")["made_seconds"] / 2)   # what making it took, by its share
