@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
         if only and (missing := sorted(set(only) - {r.name for r in batch.runs})):
             raise ValueError(f"--only: no run named {missing} in batch {batch.name!r}; it has {[r.name for r in batch.runs]}")
         if a.list:
-            print(list_runs(batch, Path(a.out or root / "repro" / "runs" / batch.name), only, root)); return 0
+            print(list_runs(batch, Path(a.out or root / "repro" / "runs" / batch.name), only, root, a.train_workers)); return 0
         if a.dry_run:
             seconds = dry_run(batch, only)
             print(f"dry run of batch {batch.name!r}: {len(seconds)} run(s) passed in {sum(seconds.values()):.0f} s"); return 0
@@ -117,10 +117,10 @@ def _chosen(batch, only: list[str] | None):
     "`batch` with the runs of `only` alone (all of them without it)."
     return dataclasses.replace(batch, runs=[r for r in batch.runs if not only or r.name in only])
 
-def list_runs(batch, out: Path, only: list[str] | None = None, root: Path | None = None) -> str:
+def list_runs(batch, out: Path, only: list[str] | None = None, root: Path | None = None, train_workers: int = 1) -> str:
     """A table of `batch`'s runs (those of `only`): whether the run folder `out` holds a result, the last invocation's
     status (`status.json`), and the run's parameters in short; then where the committed report is, and what training
-    their zoo models still takes here (`launch.training_outlook`)."""
+    their zoo models still takes here, `train_workers` at once (`launch.training_outlook`)."""
     last = read_status(out)
     rows = [{"run": r.name, "notebook": r.notebook.name,
              "here": "done" if (out / r.name / ".done.json").is_file() else "not run",
@@ -132,7 +132,7 @@ def list_runs(batch, out: Path, only: list[str] | None = None, root: Path | None
     tail = f"\nrun folder: {out}" + (f"\ncommitted report: {report.relative_to(report.parent.parent)} (what a batch run last built and "
                                      "committed; `here` is this machine's run folder)" if report.is_file() else "")
     models = batch_models(_chosen(batch, only))
-    return text + tail + "\n" + (training_outlook(models) or "zoo models: every one these runs train is in the cache here")
+    return text + tail + "\n" + (training_outlook(models, train_workers) or "zoo models: every one these runs train is in the cache here")
 
 
 # %% ../nbs/82_cli.ipynb #a13cef6c

@@ -25,8 +25,8 @@ from .evaluation.experiment import with_replicates
 # %% auto #0
 __all__ = ['FORWARDED_ENV', 'FIGURE_TRANSFORMS', 'DRY_SIZES', 'DRY_STEPS', 'ZooModel', 'zoo_models', 'batch_models',
            'profile_argument', 'parse_profile', 'rendezvous_port', 'TrainJob', 'main', 'make_executor',
-           'train_zoo_models', 'relative_cost', 'train_log', 'training_outlook', 'train_in_parallel', 'DryRunError',
-           'dry_profile', 'dry_runtime', 'fabricated_root', 'dry_run']
+           'train_zoo_models', 'relative_cost', 'train_log', 'training_outlook', 'steps_done', 'longest_first_minutes',
+           'train_in_parallel', 'DryRunError', 'dry_profile', 'dry_runtime', 'fabricated_root', 'dry_run']
 
 # %% ../nbs/84_launch.ipynb #6b91a5bb
 @dataclass(frozen=True)
@@ -196,18 +196,40 @@ def train_log(log_dir: str | os.PathLike, model: ZooModel) -> Path:
     budget = f"-x{p.budget:g}" if p.budget != 1 else ""
     return Path(log_dir) / f"{model.name}-{p.name}{budget}-s{model.seed}-{zoo.model_key(model.name, p, model.seed, model.data_root)}.log"
 
-def training_outlook(models: Sequence[ZooModel]) -> str:
+def training_outlook(models: Sequence[ZooModel], workers: int = 1) -> str:
     """In words, what training the `models` that the cache lacks should take here: how many, and their minutes at the
     speed the models already on this machine trained (`zoo.training_estimate`), the longest apart (no number of workers
-    shortens it); '' when every one that trains is cached."""
+    shortens it), and with `workers` > 1 the wall time of those minutes `workers` at once, the longest first
+    (`longest_first_minutes`); a model with a training checkpoint counts the steps it has left (`steps_done`). '' when
+    every one that trains is cached."""
     trains = [m for m in models if get_method(zoo.get_model(m.name).method).trains]
     todo = [m for m in trains if not zoo.is_cached(m.name, m.profile, m.seed, m.data_root)]
     if not todo: return ""
-    minutes = [e for m in todo if (e := zoo.training_estimate(m.name, m.profile, m.data_root)) is not None]
-    text = f"{len(todo)} of {len(trains)} zoo models still to train here"
+    def left(m):    # the share of its steps a model has still to train
+        steps = getattr(zoo.model_config(m.name, m.profile, m.seed), "steps", None)
+        return max(0.0, 1 - steps_done(m) / steps) if steps else 1.0
+    minutes = [e * left(m) for m in todo if (e := zoo.training_estimate(m.name, m.profile, m.data_root)) is not None]
+    resumed = sum(steps_done(m) > 0 for m in todo)
+    text = f"{len(todo)} of {len(trains)} zoo models still to train here" + (f" ({resumed} resumed from a checkpoint)" if resumed else "")
     if minutes: text += f": about {sum(minutes):,.0f} model-minutes at the speed the models here trained (the longest {max(minutes):,.0f})"
+    if workers > 1 and len(minutes) > 1: text += f", about {longest_first_minutes(minutes, workers):,.0f} min of wall time {workers} at once"
     if len(minutes) < len(todo): text += f"; {len(todo) - len(minutes)} with no trained model of its method and width to go by"
     return text
+
+def steps_done(model: ZooModel) -> int:
+    """The step `model`'s training checkpoint in the zoo cache stands at (its manifest's `step`), where a training of it
+    resumes; 0 when it has none, or one this version cannot read (the training then starts over)."""
+    folder = zoo.model_dir(model.name, model.profile, model.seed, model.data_root, create=False)
+    try: return int(json.loads((folder / CHECKPOINT_MANIFEST).read_text()).get("step") or 0)
+    except (OSError, ValueError, TypeError, AttributeError): return 0
+
+def longest_first_minutes(minutes: Sequence[float], workers: int) -> float:
+    """The wall minutes that jobs of `minutes` take `workers` at once, each worker taking the longest job left when it
+    is free (as `train_in_parallel` starts the costliest first): the most any worker is given."""
+    at_least_one(workers, "workers")
+    given = [0.0] * workers
+    for m in sorted(minutes, reverse=True): given[given.index(min(given))] += m
+    return max(given)
 
 def train_in_parallel(batch: str | Batch | Sequence[ZooModel], workers: int = 2, threads: int | None = None,
                       log_dir: str | os.PathLike | None = None, echo=print) -> list[ZooModel]:
@@ -231,7 +253,7 @@ def train_in_parallel(batch: str | Batch | Sequence[ZooModel], workers: int = 2,
     # worker measures it under a file lock while the others wait, then they read it)
     env = os.environ | process_env() | {"OMP_NUM_THREADS": str(threads), ALONGSIDE_ENV: str(at_once)}
     echo(f"training {len(jobs)} zoo model(s), {at_once} at once with {threads} thread(s) each; logs in {log_dir}"
-         + (f"\n  {outlook}" if (outlook := training_outlook(jobs)) else ""))
+         + (f"\n  {outlook}" if (outlook := training_outlook(jobs, at_once)) else ""))
 
     logs = {m: train_log(log_dir, m) for m in jobs}
     failed, started = [], time.perf_counter()
