@@ -15,13 +15,13 @@ import numpy as np
 import torch
 
 # %% auto #0
-__all__ = ['ALONGSIDE_ENV', 'IMAGENET_MEAN', 'IMAGENET_STD', 'IMAGENET_SIZE', 'PROGRESS_ENV', 'PROGRESS_EVERY_S', 'RACY_NS',
-           'BATCH_OUTPUTS', 'seed_everything', 'seed_worker', 'run_concurrently', 'usable_cores', 'overlap_shares',
-           'processes_alongside', 'last_line', 'at_least_one', 'processes_at_once', 'to_float_images',
-           'to_uint8_images', 'data_root', 'cache_dir', 'safe_name', 'config_key', 'atomic_path', 'write_bytes',
-           'write_text', 'write_json', 'save_torch', 'report_progress', 'in_ci', 'DataWarning', 'warn_data',
-           'data_notes', 'recording_data_notes', 'file_digest', 'tree_digest', 'git_info', 'package_versions',
-           'peak_memory_mb', 'provenance']
+__all__ = ['ALONGSIDE_ENV', 'WATCH_TICK_S', 'PAUSE_GAP_S', 'IMAGENET_MEAN', 'IMAGENET_STD', 'IMAGENET_SIZE', 'PROGRESS_ENV',
+           'PROGRESS_EVERY_S', 'RACY_NS', 'BATCH_OUTPUTS', 'seed_everything', 'seed_worker', 'run_concurrently',
+           'usable_cores', 'overlap_shares', 'processes_alongside', 'last_line', 'at_least_one', 'processes_at_once',
+           'paused_seconds', 'Stopwatch', 'to_float_images', 'to_uint8_images', 'data_root', 'cache_dir', 'safe_name',
+           'config_key', 'atomic_path', 'write_bytes', 'write_text', 'write_json', 'save_torch', 'report_progress',
+           'in_ci', 'DataWarning', 'warn_data', 'data_notes', 'recording_data_notes', 'file_digest', 'tree_digest',
+           'git_info', 'package_versions', 'peak_memory_mb', 'provenance']
 
 # %% ../nbs/00_core.ipynb #25237e79
 def seed_everything(seed: int) -> torch.Generator:
@@ -151,6 +151,33 @@ def processes_at_once(jobs: Sequence[tuple[Any, Sequence[str], Mapping[str, str]
             except subprocess.TimeoutExpired: proc.kill()
         pool.shutdown(wait=True, cancel_futures=True)
 
+
+# %% ../nbs/00_core.ipynb #c0a7e1f3
+WATCH_TICK_S = 1.0     # how often the watcher thread wakes
+PAUSE_GAP_S = 30.0     # a wake-up later than this: the process was stopped meanwhile (a scheduler delays a thread by ms)
+_PAUSES = {"pid": None, "seconds": 0.0}
+
+def paused_seconds() -> float:
+    """The seconds this process has been stopped (SIGSTOP until SIGCONT, a suspended job) since its first call, which
+    starts the watcher: a daemon thread waking every `WATCH_TICK_S`, which counts a wake-up more than `PAUSE_GAP_S`
+    late as a stop of that lateness. A forked child starts its own watcher."""
+    if _PAUSES["pid"] != os.getpid():
+        _PAUSES.update(pid=os.getpid(), seconds=0.0)
+        threading.Thread(target=_watch_pauses, args=(os.getpid(),), name="invariances-pause-watcher", daemon=True).start()
+    return _PAUSES["seconds"]
+
+def _watch_pauses(pid: int):
+    tick, last = WATCH_TICK_S, time.perf_counter()
+    while _PAUSES["pid"] == pid:
+        time.sleep(tick)
+        now = time.perf_counter()
+        if now - last > PAUSE_GAP_S: _PAUSES["seconds"] += now - last - tick
+        last = now
+
+class Stopwatch:
+    "Seconds since it was made that this process could run: the wall clock less the time it was stopped (`paused_seconds`)."
+    def __init__(self): self.t0, self.p0 = time.perf_counter(), paused_seconds()
+    def seconds(self) -> float: return time.perf_counter() - self.t0 - (paused_seconds() - self.p0)
 
 # %% ../nbs/00_core.ipynb #8fb3b604
 IMAGENET_MEAN = (0.485, 0.456, 0.406)  # the normalisation every ImageNet-trained backbone expects

@@ -5,7 +5,7 @@
 # %% ../nbs/60_zoo.ipynb #b3ee8059
 from __future__ import annotations
 
-import contextlib, fcntl, json, math, os, shutil, time
+import contextlib, fcntl, json, math, os, shutil
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Mapping
@@ -14,8 +14,8 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from .core import (cache_dir, config_key, data_root, processes_alongside, recording_data_notes, tree_digest, warn_data,
-                              write_json)
+from .core import (Stopwatch, cache_dir, config_key, data_root, processes_alongside, recording_data_notes, tree_digest,
+                              warn_data, write_json)
 from .runtime import Runtime
 from .store import (MANIFEST, CacheError, begin_entry, check_entry, check_file, file_record, finish_entry,
                                record_digest, warn_damaged)
@@ -428,7 +428,7 @@ def get(name: str, profile: str | Profile = "cpu", seed: int = 0, root=None, run
         enc = _load_verified(folder, name, p, seed)
         if enc is not None: _replay_data_notes(folder); return enc
         _clear_for_training(folder, name, p, seed)
-        started = time.perf_counter()
+        started = Stopwatch()
         with recording_data_notes() as notes: enc = _train(folder, name, p, seed, root, runtime, progress)
         _finish(folder, name, p, seed, notes, started)
         return enc
@@ -473,12 +473,12 @@ def _train(folder: Path, name: str, p: Profile, seed: int, root, runtime, progre
     train_set = dataset(p, "train", training_count(name, p, root), root, data=m.data) if get_method(m.method).trains else None
     return train(m.method, train_set, cfg, folder, runtime=runtime, progress=progress, snapshots=SNAPSHOT_FRACTIONS).eval()
 
-def _finish(folder: Path, name: str, p: Profile, seed: int, data_notes: list[str] = (), started: float | None = None):
+def _finish(folder: Path, name: str, p: Profile, seed: int, data_notes: list[str] = (), started: Stopwatch | None = None):
     """Write the model's record (with what its training data skipped: `warn_data` notes, and, for a model that trains,
-    the wall seconds since `started`: what making it cost the machine beyond the loop's clock, its data and the writing
-    of its files) and seal its files."""
+    the seconds on the `started` stopwatch (the wall clock less any time the process was stopped): what making it cost
+    the machine beyond the loop's clock, its data and the writing of its files) and seal its files."""
     trains = started is not None and get_method(get_model(name).method).trains
-    made_seconds = time.perf_counter() - started if trains else None
+    made_seconds = started.seconds() if trains else None
     write_json(folder / "zoo.json", {"name": name, "profile": asdict(p), "seed": seed, "key": folder.name, "data_notes": list(data_notes),
                                      "trained_alongside": processes_alongside()}
                                     | ({"made_seconds": round(made_seconds, 3)} if made_seconds is not None else {}))
@@ -509,7 +509,7 @@ def _get_distributed(name: str, p: Profile, seed: int, root, runtime, progress) 
         dist.broadcast_object_list(news, src=0)
         folder, cached = Path(news[0][0]), news[0][1]
         if cached: return enc if rank == 0 else load_backbone(folder / "backbone.pt").eval()
-        started = time.perf_counter()
+        started = Stopwatch()
         with recording_data_notes() as notes: enc = _train(folder, name, p, seed, root, runtime, progress)     # every rank: DDP
         if rank == 0: _finish(folder, name, p, seed, notes, started)
         dist.barrier()                                   # no rank returns before the model is sealed

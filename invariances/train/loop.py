@@ -15,7 +15,7 @@ import torch
 import torch.nn as nn
 import torch.distributed as dist
 
-from ..core import to_float_images, save_torch, write_json, report_progress
+from ..core import Stopwatch, to_float_images, save_torch, write_json, report_progress
 from ..runtime import CPU_RUNTIMES, Runtime
 from ..data.imageset import ImageSet
 from ..store import CacheError, begin_entry, check_entry, finish_entry, warn_damaged
@@ -258,9 +258,9 @@ def fit(method: nn.Module, train_set: ImageSet, config: LoopConfig, out_dir: str
             save_torch({"step": step, "method": method.state_dict(), "optimizer": optimizer.state_dict(),
                         "rng": rng_state(), "generators": gens, "history": history, "run_config": run_config,
                         "world_size": world, "runtime_path": runtime.path,
-                        "train_seconds": seconds_before + time.perf_counter() - t_start}, ckpt_path)
+                        "train_seconds": seconds_before + clock.seconds()}, ckpt_path)
             finish_entry(out_dir, {"step": step}, [CHECKPOINT], CHECKPOINT_MANIFEST)
-            log_attempt(time.perf_counter() - t_start)
+            log_attempt(clock.seconds())
         if world > 1: dist.barrier()
 
     bar = None
@@ -270,7 +270,8 @@ def fit(method: nn.Module, train_set: ImageSet, config: LoopConfig, out_dir: str
     method.train()
     task = _progress_task(method, run_config)
     if rank == 0: report_progress(task, step, total, "step")   # the task starts now: its rate counts every step
-    t_start = t_last = t_logged = time.perf_counter(); n_since = 0
+    clock = Stopwatch()   # the session's seconds: the wall clock less any time the process was stopped (kill -STOP)
+    t_last = t_logged = time.perf_counter(); n_since = 0
     try:
         while step < total:
             if interrupt_at is not None and step == interrupt_at: raise KeyboardInterrupt(f"interrupted before step {step}")
@@ -303,16 +304,16 @@ def fit(method: nn.Module, train_set: ImageSet, config: LoopConfig, out_dir: str
             if rank == 0:   # cheap (a 10-step mean, a dictionary lookup) unless a watcher set $INVARIANCES_PROGRESS
                 recent = history[-PROGRESS_LOSS_STEPS:]
                 report_progress(task, step, total, "step", loss=sum(h["loss"] for h in recent) / len(recent),
-                                img_s=(step - resumed_from) * config.batch_size / max(time.perf_counter() - t_start, 1e-9))
+                                img_s=(step - resumed_from) * config.batch_size / max(clock.seconds(), 1e-9))
             if attempt is not None and time.perf_counter() - t_logged > ATTEMPT_LOG_S:
-                log_attempt(time.perf_counter() - t_start); t_logged = time.perf_counter()
+                log_attempt(clock.seconds()); t_logged = time.perf_counter()
             if step % config.checkpoint_every == 0 or step == total:
                 if before_checkpoint is not None and rank == 0: before_checkpoint(step, method)
                 save(step)
                 if on_checkpoint is not None and rank == 0:
                     on_checkpoint(step, method); method.train()
     finally:   # the session's seconds, measured once: the same number enters both totals
-        session_s = time.perf_counter() - t_start
+        session_s = clock.seconds()
         log_attempt(session_s, finished=step >= total)
     if bar is not None: bar.close()
     if rank == 0 and (resumed_from < total or not (out_dir / "history.json").is_file()):
