@@ -529,7 +529,8 @@ def training_record(name: str, profile: str | Profile = "cpu", seed: int = 0, ro
     """What training measured for the cached model, from its sidecar and history (verified by digest); None if it is
     not trained, or (with a `CacheWarning`) if those files are damaged: `get` retrains it.
     `train_seconds` is summed over resumed sessions; `made_seconds`, what making the model cost the machine: the wall
-    time of the session that finished it (its data, the loop, writing its files; not its process's start-up: on the
+    time of the session that finished it, less any time its process was stopped (`core.Stopwatch`, as the loop counts
+    `train_seconds`) (its data, the loop, writing its files; not its process's start-up: on the
     2-core `cpu` batch 5-25 s a model beyond the loop, and the Region Tracker's tracks 7 of its 10 minutes), never
     below `train_seconds`
     (equal to it for a model sealed before it was kept); `trained_alongside`, how many processes the machine ran at once
