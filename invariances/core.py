@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import contextlib, datetime, fnmatch, hashlib, json, math, os, platform, random, resource, signal, subprocess, sys
 import tempfile, threading, time, warnings
-from concurrent.futures import ThreadPoolExecutor, as_completed, wait
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
@@ -123,33 +123,34 @@ def processes_at_once(jobs: Sequence[tuple[Any, Sequence[str], Mapping[str, str]
     have ended. Interrupted (Ctrl-C), or when `on_end` raises: no further job starts, each running process is sent
     SIGINT and killed if it has not ended `grace_s` later, and the exception goes on."""
     at_least_one(workers, "workers")
-    running, stopping = {}, threading.Event()
-    def one(i, key, cmd, env, log):
+    stopping = threading.Event()
+    def one(key, cmd, env, log):
         with open(log, "w") as out:
             started = time.time()
-            if stopping.is_set(): return key, None, started, started
             # a session of its own: a terminal's Ctrl-C reaches this process only, which passes it on once (below)
-            running[i] = proc = subprocess.Popen(list(cmd), env=dict(env), stdout=out, stderr=subprocess.STDOUT,
-                                                 start_new_session=True)
-            if stopping.is_set(): proc.send_signal(signal.SIGINT)
+            proc = subprocess.Popen(list(cmd), env=dict(env), stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
             if on_start is not None: on_start(key, started)
-            try: code = proc.wait()
-            finally: running.pop(i, None)
+            while (code := proc.poll()) is None and not stopping.wait(0.1): pass
+            if code is None:   # stopped: SIGINT, then a kill if it has not ended `grace_s` later (it may ignore SIGINT)
+                proc.send_signal(signal.SIGINT)
+                try: code = proc.wait(grace_s)
+                except subprocess.TimeoutExpired: proc.kill(); code = proc.wait()
         return key, code, started, time.time()
+    # the calling thread starts each job once a worker is free and it has called `on_end` for the last one that ended: a
+    # job queued in the pool would start the moment one ends, before `on_end` could stop the batch
     pool = ThreadPoolExecutor(max(1, min(workers, len(jobs))), thread_name_prefix="invariances-process")
-    futures = [pool.submit(one, i, *job) for i, job in enumerate(jobs)]
+    waiting, running = list(jobs), set()
+    def start_next():
+        if waiting: running.add(pool.submit(one, *waiting.pop(0)))
     try:
-        for done in as_completed(futures): on_end(*done.result())
-    finally:   # normally nothing is left running here; interrupted, the running processes are stopped and reaped
+        for _ in range(workers): start_next()
+        while running:
+            ended, _ = wait(running, return_when=FIRST_COMPLETED)
+            for f in sorted(ended, key=lambda f: f.result()[3]):   # in the order they ended
+                running.discard(f); on_end(*f.result()); start_next()
+    finally:   # normally nothing is left running here; interrupted, each worker stops its process and reaps it
         stopping.set()
-        for f in futures: f.cancel()
-        procs = list(running.values())
-        for proc in procs: proc.send_signal(signal.SIGINT)
-        until = time.time() + grace_s
-        for proc in procs:
-            try: proc.wait(max(0.0, until - time.time()))
-            except subprocess.TimeoutExpired: proc.kill()
-        pool.shutdown(wait=True, cancel_futures=True)
+        pool.shutdown(wait=True)
 
 
 # %% ../nbs/00_core.ipynb #c0a7e1f3
