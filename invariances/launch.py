@@ -217,11 +217,8 @@ def training_outlook(models: Sequence[ZooModel], workers: int = 1) -> str:
     return text
 
 def steps_done(model: ZooModel) -> int:
-    """The step `model`'s training checkpoint in the zoo cache stands at (its manifest's `step`), where a training of it
-    resumes; 0 when it has none, or one this version cannot read (the training then starts over)."""
-    folder = zoo.model_dir(model.name, model.profile, model.seed, model.data_root, create=False)
-    try: return int(json.loads((folder / CHECKPOINT_MANIFEST).read_text()).get("step") or 0)
-    except (OSError, ValueError, TypeError, AttributeError): return 0
+    "The step `model`'s training checkpoint in the zoo cache stands at, where a training of it resumes (`zoo.checkpoint_step`)."
+    return zoo.checkpoint_step(zoo.model_dir(model.name, model.profile, model.seed, model.data_root, create=False))
 
 def longest_first_minutes(minutes: Sequence[float], workers: int) -> float:
     """The wall minutes that jobs of `minutes` take `workers` at once, each worker taking the longest job left when it

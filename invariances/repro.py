@@ -14,7 +14,7 @@ from typing import Callable, Mapping, TextIO
 import nbformat
 import yaml
 
-from .core import (ALONGSIDE_ENV, PROGRESS_ENV, at_least_one, data_root, git_info, in_ci, last_line, overlap_shares,
+from .core import (ALONGSIDE_ENV, PROGRESS_ENV, Stopwatch, at_least_one, data_root, git_info, in_ci, last_line, overlap_shares,
                               processes_at_once, tree_digest, usable_cores, write_json, write_text)
 from .runs import MODEL_PARAMETERS, table_markdown
 from .runtime import process_env
@@ -416,7 +416,7 @@ def execute_run(run: RunSpec, run_dir: Path, key: str, data: dict, kernel_name: 
     work = _fresh_folder(run_dir, "tmp")
     try:
         code = git_info(run.notebook.parent)  # the code as it was when the run started, not when it ended
-        start = time.time()
+        clock = Stopwatch()    # the run's wall time, less any time the batch was stopped (kill -STOP)
         log = logging.getLogger("papermill")
         handler = logging.FileHandler(work / "log.txt", mode="w"); handler.setLevel(logging.INFO)
         log.addHandler(handler); old_level = log.level; log.setLevel(logging.INFO)
@@ -436,7 +436,7 @@ def execute_run(run: RunSpec, run_dir: Path, key: str, data: dict, kernel_name: 
         finally:
             log.removeHandler(handler); handler.close(); log.setLevel(old_level)
         _remove_progress(work)
-        seconds = time.time() - start
+        seconds = clock.seconds()
         prov_path = work / "provenance.json"
         prov = json.loads(prov_path.read_text()) if prov_path.is_file() else {"note": "the notebook wrote no provenance"}
         prov["runner"] = {"run": run.name, "notebook": run.notebook.name, "parameters": run.parameters, "key": key,

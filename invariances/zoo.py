@@ -22,7 +22,7 @@ from .store import (MANIFEST, CacheError, begin_entry, check_entry, check_file, 
 from .data.imageset import ImageSet
 from .models import CheckpointError, Encoder, load_backbone, read_checkpoint
 from .profiles import Profile, get_profile, with_budget
-from .train.loop import CHECKPOINT, init_distributed, world_info
+from .train.loop import CHECKPOINT, CHECKPOINT_MANIFEST, init_distributed, world_info
 from .train.methods import SNAPSHOT_DIR, SNAPSHOT_FRACTIONS, get_method, method_config, snapshot_step, snapshot_steps, train
 from .train.tracking import TrackingConfig, region_tracks
 
@@ -31,7 +31,8 @@ __all__ = ['VIDEO_CLIP', 'DAVIS_CLIP', 'TRACKER', 'TRACKING', 'COCO_MIN_AREA', '
            'REAL_SCENE_DATA', 'MODELS', 'ZOO_VERSION', 'FUSIONS', 'MODEL_FILES', 'SNAPSHOTS', 'dataset',
            'data_identity', 'ZooModel', 'get_model', 'labels', 'model_config', 'weights_of', 'training_count',
            'model_key', 'model_dir', 'Fusion', 'fusion_parts', 'instance', 'parse_instance', 'get', 'training_estimate',
-           'cached_budgets', 'is_cached', 'weights_digest', 'training_record', 'snapshots', 'snapshot_record']
+           'cached_budgets', 'checkpoint_step', 'is_cached', 'weights_digest', 'training_record', 'snapshots',
+           'snapshot_record']
 
 # %% ../nbs/60_zoo.ipynb #ac3d997a
 def _synthetic_objects(split, n, p, root):
@@ -463,13 +464,22 @@ def cached_budgets(profile: str | Profile = "cpu") -> set[float]:
         if replace(q, budget=p.budget) == p: found.add(q.budget)
     return found
 
+def checkpoint_step(folder: Path) -> int:
+    """The step the training checkpoint in zoo folder `folder` stands at (its manifest's `step`), where a training of the
+    model resumes; 0 when it has none, or one this version cannot read (the training then starts over)."""
+    if not (folder / CHECKPOINT).is_file(): return 0
+    try: return int(json.loads((folder / CHECKPOINT_MANIFEST).read_text()).get("step") or 0)
+    except (OSError, ValueError, TypeError, AttributeError): return 0
+
 def _train(folder: Path, name: str, p: Profile, seed: int, root, runtime, progress) -> Encoder:
     processes_alongside()   # its record says it when sealed: a malformed value is refused before training, not after
     cfg, m = model_config(name, p, seed), get_model(name)
-    if get_method(m.method).trains:   # `get` may take minutes: say so before it starts
-        est = training_estimate(name, p, root)
-        print(f"zoo: {name!r} (profile {p.name}, seed {seed}) is not in the cache: training it now, {getattr(cfg, 'steps', '?')} steps"
-              + (f", about {est:.0f} min here (the cached {m.method} models' speed)" if est is not None else ""), flush=True)
+    if get_method(m.method).trains:   # `get` may take minutes: say so before it starts, and what a checkpoint saves
+        est, steps, done = training_estimate(name, p, root), getattr(cfg, "steps", None), checkpoint_step(folder)
+        what = f"resuming it from step {done} of {steps}" if done and steps else f"training it now, {steps or '?'} steps"
+        left = 1 - done / steps if steps else 1.0
+        print(f"zoo: {name!r} (profile {p.name}, seed {seed}) is not in the cache: {what}"
+              + (f", about {est * left:.0f} min here (the cached {m.method} models' speed)" if est is not None else ""), flush=True)
     train_set = dataset(p, "train", training_count(name, p, root), root, data=m.data) if get_method(m.method).trains else None
     return train(m.method, train_set, cfg, folder, runtime=runtime, progress=progress, snapshots=SNAPSHOT_FRACTIONS).eval()
 

@@ -101,6 +101,19 @@ def test_kernels_get_the_process_settings(project, monkeypatch):
     assert json.loads((out(project, "b", "env") / "out.json").read_text()) == {"OMP_WAIT_POLICY": "ACTIVE", "THP_MEM_ALLOC_ENABLE": "1"}
 
 
+def test_a_runs_time_leaves_out_the_time_the_batch_was_stopped(project, monkeypatch):
+    # the runner reads a run's seconds off a core.Stopwatch (the wall clock less any time its process was stopped, as
+    # with kill -STOP); one that reads 42 s gives the run 42 s, in its result and its provenance, however long it took
+    from invariances import repro
+    class Reads42:
+        def seconds(self): return 42.0
+    monkeypatch.setattr(repro, "Stopwatch", Reads42)
+    batch(project, "b", [{"name": "ok", "notebook": "ok.ipynb"}])
+    assert main(["b"]) == 0
+    assert json.loads((out(project, "b", "ok") / "provenance.json").read_text())["runner"]["wall_s"] == 42.0
+    assert json.loads((out(project, "b", "ok") / ".done.json").read_text())["seconds"] == 42.0
+
+
 def test_run_workers_execute_side_by_side_and_count_their_share(project):
     """--run-workers 2: the runs execute two at once, each in a process of its own; one that fails is named and the
     others go on; each one's `seconds` in status.json (and `share_s` in its provenance) is its share of the machine,

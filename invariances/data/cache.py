@@ -5,7 +5,7 @@
 # %% ../../nbs/14_cache.ipynb #6603d3fc
 from __future__ import annotations
 
-import concurrent.futures, contextlib, hashlib, json, os, time, warnings
+import concurrent.futures, contextlib, hashlib, json, os, warnings
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 from PIL import Image
 
-from ..core import atomic_path, cache_dir, config_key, file_digest, warn_data, write_json, write_text
+from ..core import Stopwatch, atomic_path, cache_dir, config_key, file_digest, warn_data, write_json, write_text
 from .imageset import ImageSet
 from .manifests import DatasetError
 from ..store import (CacheError, CacheWarning, StaleEntry, begin_entry, check_entry, finish_entry, load_entry,
@@ -50,7 +50,7 @@ def cached_set(folder: Path, name: str, build: Callable, info: Mapping | None = 
         except CacheError as e: warn_damaged(what, folder, e)
     if cached is None:
         begin_entry(folder)
-        t0 = time.perf_counter()
+        clock = Stopwatch()    # the seconds building took, less any time the process was stopped
         data = build()
         data, extra = data if isinstance(data, tuple) else (data, {})
         if missing := [a for a in arrays if a not in extra]: raise ValueError(f"{what}: build() returned no {missing}")
@@ -59,7 +59,7 @@ def cached_set(folder: Path, name: str, build: Callable, info: Mapping | None = 
             if len(v) != len(data): raise ValueError(f"{what}: array {a!r} has {len(v)} rows for {len(data)} images")
             save_npy(folder / f"{a}.npy", v)
         write_text(folder / "meta.csv", data.meta.to_csv(index=False))
-        finish_entry(folder, dict(info or {}), ("images.npy", "meta.csv", *(f"{a}.npy" for a in extra)), compute_s=time.perf_counter() - t0)
+        finish_entry(folder, dict(info or {}), ("images.npy", "meta.csv", *(f"{a}.npy" for a in extra)), compute_s=clock.seconds())
         cached = _read_set(folder, name, verify, arrays)
     return cached if arrays else cached[0]
 

@@ -11,7 +11,7 @@ import pandas as pd
 import torch
 
 from .. import zoo
-from ..core import write_json
+from ..core import Stopwatch, write_json
 from ..runtime import Runtime
 from ..store import CacheError, StaleEntry, begin_entry, check_entry, finish_entry, warn_damaged
 from ..data.imageset import ImageSet
@@ -82,7 +82,7 @@ def model_health(name: str, profile="cpu", seed: int = 0, root=None, runtime: Ru
     record = _cached_health(folder, protocol, zoo.weights_digest(name, p, seed, root), info, label)
     if record is not None: return record
     encoder = zoo.get(name, p, seed, root, runtime=runtime, progress=False)
-    t0 = time.perf_counter()
+    clock = Stopwatch()    # the seconds it took, less any time the process was stopped
     ref, test = health_sets(p, root, protocol)
     fr, ft = (extract_features(encoder, s, runtime=runtime, progress=False).features for s in (ref, test))
     yr, yt = ref.meta["target"].to_numpy(), test.meta["target"].to_numpy()
@@ -93,13 +93,14 @@ def model_health(name: str, profile="cpu", seed: int = 0, root=None, runtime: Ru
     begin_entry(folder, HEALTH_MANIFEST)
     write_json(folder / "health.json", record)
     finish_entry(folder, {**info, "protocol": protocol, "weights": zoo.weights_digest(name, p, seed, root)}, ["health.json"], HEALTH_MANIFEST,
-                 compute_s=time.perf_counter() - t0)
+                 compute_s=clock.seconds())
     return record
 
 # %% ../../nbs/74_health.ipynb #8c9e02b8
 class KNNMonitor:
     """Online k-NN accuracy for `fit(..., on_checkpoint=monitor)`: `records` lists `{step, train_seconds,
-    train_cpu_seconds, threads, knn_accuracy, chance}`; both clocks exclude the readouts' own time."""
+    train_cpu_seconds, threads, knn_accuracy, chance}`; both clocks exclude the readouts' own time, and the wall clock
+    any time the process was stopped (`core.Stopwatch`)."""
     def __init__(self, ref: ImageSet, test: ImageSet, k: int = 20, temperature: float = 0.07, runtime: Runtime | None = None):
         self.ref, self.test, self.k, self.temperature, self.runtime = ref, test, k, temperature, runtime
         self.records: list[dict] = []
@@ -107,17 +108,17 @@ class KNNMonitor:
 
     def start(self):
         "Restart the clock (e.g. after building the method and measuring the untrained network)."
-        self._t0, self._spent = time.perf_counter(), 0.0
+        self._clock, self._spent = Stopwatch(), 0.0
         self._c0, self._cpu_spent = time.process_time(), 0.0
 
     def __call__(self, step: int, method) -> None:
-        t, c = time.perf_counter(), time.process_time()
+        t, c = self._clock.seconds(), time.process_time()
         encoder = method.encoder() if hasattr(method, "encoder") else method
         r = encoder_knn(encoder, self.ref, self.test, self.k, self.temperature, self.runtime)
-        self.records.append({"step": int(step), "train_seconds": t - self._t0 - self._spent,
+        self.records.append({"step": int(step), "train_seconds": t - self._spent,
                              "train_cpu_seconds": c - self._c0 - self._cpu_spent, "threads": torch.get_num_threads(),
                              "knn_accuracy": r.accuracy, "chance": r.chance})
-        self._spent += time.perf_counter() - t
+        self._spent += self._clock.seconds() - t
         self._cpu_spent += time.process_time() - c
 
 # %% ../../nbs/74_health.ipynb #c0105c02

@@ -5,7 +5,7 @@
 # %% ../../nbs/70_invariance.ipynb #a43ca788
 from __future__ import annotations
 
-import itertools, time
+import itertools
 from pathlib import Path
 from typing import Iterator, Mapping, Sequence
 
@@ -14,7 +14,7 @@ import pandas as pd
 import torch
 from torch import nn
 
-from ..core import cache_dir, config_key, to_float_images, warn_data
+from ..core import Stopwatch, cache_dir, config_key, to_float_images, warn_data
 from ..runtime import Runtime
 from ..data.imageset import ImageSet
 from ..features import extract_features
@@ -121,9 +121,9 @@ def cached_invariance_table(encoders: Mapping[str, nn.Module], keys: Mapping[str
         except CacheError as e: warn_damaged(f"invariance of model {keys[n]!r}", entry[n], e, "measuring it again")
         todo[n] = enc
     if todo:
-        t0 = time.perf_counter()
+        clock = Stopwatch()
         fresh = invariance_table(todo, images, reference, transforms, n_params, batch_size, runtime)
-        each_s = (time.perf_counter() - t0) / len(todo)         # the models were measured together: an equal share each
+        each_s = clock.seconds() / len(todo)         # the models were measured together: an equal share each
         for n, rows in fresh.groupby("model", sort=False):
             begin_entry(entry[n])                                # a half-written entry never looks finished
             save_npy(entry[n] / "rows.npy", np.column_stack([rows[c].to_numpy(np.float64) for c in _ROW_COLUMNS]

@@ -5,7 +5,7 @@
 # %% ../../nbs/73_readouts.ipynb #fc42be4d
 from __future__ import annotations
 
-import hashlib, json, os, time, warnings
+import hashlib, json, os, warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -15,7 +15,7 @@ import pandas as pd
 import torch
 import torch.nn.functional as F
 
-from ..core import cache_dir, config_key, usable_cores
+from ..core import Stopwatch, cache_dir, config_key, usable_cores
 from ..store import CacheError, StaleEntry, begin_entry, check_entry, finish_entry, open_array, warn_damaged
 from ..data.imageset import ImageSet
 from ..features import Features, extract_features
@@ -356,11 +356,11 @@ def cached_features(model_key: str, model, images: ImageSet, dataset: str | Mapp
     except CacheError as e:
         if on_damaged == "raise": raise
         warn_damaged(f"features of model {model_key!r} on {dataset!r} (layer {layer}, pool {pool})", entry, e, "recomputing it")
-    t0 = time.perf_counter()
+    clock = Stopwatch()
     feats = extract_features(model, images, layer, batch_size=batch_size, pool=pool, input_norm=input_norm, runtime=runtime, progress=progress)
     begin_entry(entry)                                          # a half-written entry never looks finished
     feats.save(entry / "features")
-    finish_entry(entry, key, FEATURE_FILES, compute_s=time.perf_counter() - t0)   # what a reader saves: the report adds it back
+    finish_entry(entry, key, FEATURE_FILES, compute_s=clock.seconds())   # what a reader saves: the report adds it back
     return _read_features(entry, key, verify=False)
 
 def images_digest(images: ImageSet, chunk: int = 1 << 26) -> str:
