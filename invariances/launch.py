@@ -17,7 +17,7 @@ from .core import ALONGSIDE_ENV, at_least_one, last_line, processes_at_once, usa
 from .runtime import Runtime, cpu_bf16_native, process_env
 from .repro import RunSpec, Batch, execute_run, load_batch, parameter_errors, run_settings
 from .profiles import PROFILES, Profile, get_profile, with_budget
-from .train.loop import CHECKPOINT, CHECKPOINT_MANIFEST
+from .train.loop import ATTEMPTS, CHECKPOINT, CHECKPOINT_MANIFEST
 from .train.methods import get_method
 from .runs import MODEL_PARAMETERS
 from .evaluation.experiment import with_replicates
@@ -208,12 +208,13 @@ def training_outlook(models: Sequence[ZooModel], workers: int = 1) -> str:
     def left(m):    # the share of its steps a model has still to train
         steps = getattr(zoo.model_config(m.name, m.profile, m.seed), "steps", None)
         return max(0.0, 1 - steps_done(m) / steps) if steps else 1.0
-    minutes = [e * left(m) for m in todo if (e := zoo.training_estimate(m.name, m.profile, m.data_root)) is not None]
+    under_way = [(m.name, m.profile, m.seed) for m in todo if steps_done(m) > 0]   # their logs count on a new machine
+    minutes = [e * left(m) for m in todo if (e := zoo.training_estimate(m.name, m.profile, m.data_root, under_way)) is not None]
     resumed = sum(steps_done(m) > 0 for m in todo)
     text = f"{len(todo)} of {len(trains)} zoo models still to train here" + (f" ({resumed} resumed from a checkpoint)" if resumed else "")
     if minutes: text += f": about {sum(minutes):,.0f} model-minutes at the speed the models here trained (the longest {max(minutes):,.0f})"
     if workers > 1 and len(minutes) > 1: text += f", about {longest_first_minutes(minutes, workers):,.0f} min of wall time {workers} at once"
-    if len(minutes) < len(todo): text += f"; {len(todo) - len(minutes)} with no trained model of its method and width to go by"
+    if len(minutes) < len(todo): text += f"; {len(todo) - len(minutes)} with no model of its method and width trained or training here to go by"
     return text
 
 def steps_done(model: ZooModel) -> int:

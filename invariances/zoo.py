@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib, fcntl, json, math, os, shutil
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import torch
@@ -22,7 +22,7 @@ from .store import (MANIFEST, CacheError, begin_entry, check_entry, check_file, 
 from .data.imageset import ImageSet
 from .models import CheckpointError, Encoder, load_backbone, read_checkpoint
 from .profiles import Profile, get_profile, with_budget
-from .train.loop import CHECKPOINT, CHECKPOINT_MANIFEST, init_distributed, world_info
+from .train.loop import ATTEMPTS, CHECKPOINT, CHECKPOINT_MANIFEST, init_distributed, world_info
 from .train.methods import SNAPSHOT_DIR, SNAPSHOT_FRACTIONS, get_method, method_config, snapshot_step, snapshot_steps, train
 from .train.tracking import TrackingConfig, region_tracks
 
@@ -31,8 +31,8 @@ __all__ = ['VIDEO_CLIP', 'DAVIS_CLIP', 'TRACKER', 'TRACKING', 'COCO_MIN_AREA', '
            'REAL_SCENE_DATA', 'MODELS', 'ZOO_VERSION', 'FUSIONS', 'MODEL_FILES', 'SNAPSHOTS', 'dataset',
            'data_identity', 'ZooModel', 'get_model', 'labels', 'model_config', 'weights_of', 'training_count',
            'model_key', 'model_dir', 'Fusion', 'fusion_parts', 'instance', 'parse_instance', 'get', 'training_estimate',
-           'cached_budgets', 'checkpoint_step', 'is_cached', 'weights_digest', 'training_record', 'snapshots',
-           'snapshot_record']
+           'cached_budgets', 'attempts_rate', 'checkpoint_step', 'is_cached', 'weights_digest', 'training_record',
+           'snapshots', 'snapshot_record']
 
 # %% ../nbs/60_zoo.ipynb #ac3d997a
 def _synthetic_objects(split, n, p, root):
@@ -434,24 +434,33 @@ def get(name: str, profile: str | Profile = "cpu", seed: int = 0, root=None, run
         _finish(folder, name, p, seed, notes, started)
         return enc
 
-def training_estimate(name: str, profile: str | Profile = "cpu", root=None) -> float | None:
+def training_estimate(name: str, profile: str | Profile = "cpu", root=None,
+                      in_training: Sequence[tuple[str, str | Profile, int]] = ()) -> float | None:
     """Minutes zoo model `name` should take to train here: its steps at the median seconds per step of the models of the
     same method and width already trained on this machine at `profile`, or at `profile` with any other budget
     (`with_budget`: the same shapes, so the same seconds per step; there `name` itself counts too, so a 16x model's
     estimate is 16 times its own time when it alone is trained): the profile itself, its 1x, and every budget the zoo
-    cache holds models of (the `cpu` batch's models are a budget variant, which a `cpu-long` model goes by). None when
-    there are none to go by, or it does not train: width must match (at the `cpu` profile the 3x wider Default(x3) took
-    3.0x a Default's time on a 2-core CPU, 17.3 against 5.5 and 5.8 minutes, neither 1x nor the 9x of its arithmetic)."""
+    cache holds models of (the `cpu` batch's models are a budget variant, which a `cpu-long` model goes by). Width must
+    match (at the `cpu` profile the 3x wider Default(x3) took 3.0x a Default's time on a 2-core CPU, 17.3 against 5.5
+    and 5.8 minutes, neither 1x nor the 9x of its arithmetic).
+    With no such model sealed (a new machine), the trainings still under way go by what their attempt logs say so far
+    (`attempts_rate`): `name`'s own at seed 0, and those of `in_training`, (name, profile, seed) triples (a batch's other
+    models), that have its method, width and shapes and are not sealed. None when there is nothing to go by, or it does not train."""
     p, m = get_profile(profile), get_model(name)
     steps = getattr(model_config(name, p), "steps", None)
     if not get_method(m.method).trains or not steps: return None
+    def same_kind(other): return get_model(other).method == m.method and get_model(other).width_multiplier == m.width_multiplier
     def record(other, q):                  # a model whose data is not under this root has no record here
         try: return training_record(other, q, 0, root) or {}
         except FileNotFoundError: return {}
     shapes = [with_budget(p, b) for b in sorted({p.budget, 1.0} | cached_budgets(p))]
-    rates = [r["train_seconds"] / r["steps"] for q in shapes for other, o in MODELS.items()
-             if (other != name or q != p) and o.method == m.method and o.width_multiplier == m.width_multiplier
+    rates = [r["train_seconds"] / r["steps"] for q in shapes for other in MODELS if (other != name or q != p) and same_kind(other)
              for r in [record(other, q)] if r.get("steps") and r.get("train_seconds")]
+    if not rates:
+        under_way = [(name, p, 0), *((o, get_profile(q), s) for o, q, s in in_training)]
+        rates = [r for o, q, s in dict.fromkeys(under_way)
+                 if same_kind(o) and replace(q, budget=p.budget) == p and not is_cached(o, q, s, root)   # sealed: its record
+                 for r in [attempts_rate(model_dir(o, q, s, root, create=False))] if r is not None]
     return float(np.median(rates)) * steps / 60 if rates else None
 
 def cached_budgets(profile: str | Profile = "cpu") -> set[float]:
@@ -464,6 +473,16 @@ def cached_budgets(profile: str | Profile = "cpu") -> set[float]:
         if replace(q, budget=p.budget) == p: found.add(q.budget)
     return found
 
+def attempts_rate(folder: Path) -> float | None:
+    """Seconds per step that the training attempts logged in zoo folder `folder` took (the loop's `ATTEMPTS` log, written
+    as it trains): their seconds over the steps they made, a step made again after a resume counted again, as its time
+    is. None without a log, with no step made yet, or with one this version cannot read."""
+    try: rows = json.loads((folder / ATTEMPTS).read_text())
+    except (OSError, ValueError): return None
+    try: steps, seconds = sum(a["to_step"] - a["from_step"] for a in rows), sum(a["seconds"] for a in rows)
+    except (TypeError, KeyError): return None
+    return seconds / steps if steps > 0 and seconds > 0 else None
+
 def checkpoint_step(folder: Path) -> int:
     """The step the training checkpoint in zoo folder `folder` stands at (its manifest's `step`), where a training of the
     model resumes; 0 when it has none, or one this version cannot read (the training then starts over)."""
@@ -475,11 +494,11 @@ def _train(folder: Path, name: str, p: Profile, seed: int, root, runtime, progre
     processes_alongside()   # its record says it when sealed: a malformed value is refused before training, not after
     cfg, m = model_config(name, p, seed), get_model(name)
     if get_method(m.method).trains:   # `get` may take minutes: say so before it starts, and what a checkpoint saves
-        est, steps, done = training_estimate(name, p, root), getattr(cfg, "steps", None), checkpoint_step(folder)
+        est, steps, done = training_estimate(name, p, root, [(name, p, seed)]), getattr(cfg, "steps", None), checkpoint_step(folder)
         what = f"resuming it from step {done} of {steps}" if done and steps else f"training it now, {steps or '?'} steps"
         left = 1 - done / steps if steps else 1.0
         print(f"zoo: {name!r} (profile {p.name}, seed {seed}) is not in the cache: {what}"
-              + (f", about {est * left:.0f} min here (the cached {m.method} models' speed)" if est is not None else ""), flush=True)
+              + (f", about {est * left:.0f} min here (at the speed {m.method} models trained here)" if est is not None else ""), flush=True)
     train_set = dataset(p, "train", training_count(name, p, root), root, data=m.data) if get_method(m.method).trains else None
     return train(m.method, train_set, cfg, folder, runtime=runtime, progress=progress, snapshots=SNAPSHOT_FRACTIONS).eval()
 
