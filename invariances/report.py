@@ -488,8 +488,8 @@ CHECKS = "checks (no paper table)"
 
 def cost_by_paper(runs: list[dict], board: list[dict]) -> pd.DataFrame:
     """Minutes from scratch per paper: `runs` in batch order, each `{run, wall_min, train_s, train_s_in_run}` (the
-    run's wall minutes and its `cost.json`, with its `cache_read_s` and `cache_made_s` where it has them; `variant_of`
-    where it has one); a zoo model is counted at the first run that uses it, and so is a cache entry that a run read
+    run's wall minutes and its `cost.json`, with its `cache_read_s`, `cache_made_s` and `cache_made_in_training` where
+    it has them; `variant_of` where it has one); a zoo model is counted at the first run that uses it, and so is a cache entry that a run read
     without any run of `runs` making it (`cache_saved`): its computation is evaluation the batch does from scratch."""
     paper_of = {res["run"]: b["paper"] for b in board for res in b.get("results", []) if res.get("run")}
     saved = cache_saved(runs)
@@ -509,9 +509,10 @@ def cost_by_paper(runs: list[dict], board: list[dict]) -> pd.DataFrame:
     return out
 
 def cache_saved(runs: list[dict]) -> dict[str, float]:
-    """The cache entries `runs` read that none of them made, at the seconds of the machine each took when it was made
-    (`store.machine_share`): what a warm cache saved them, in the order they were first read."""
-    made = {e for r in runs for e in r.get("cache_made_s", {})}
+    """The cache entries `runs` read that none of them made, nor the training of any of their models (a data set
+    made inside a zoo training is in its `made_seconds`, counted as training), at the seconds of the machine each took
+    when it was made (`store.machine_share`): what a warm cache saved them, in the order they were first read."""
+    made = {e for r in runs for e in [*r.get("cache_made_s", {}), *r.get("cache_made_in_training", [])]}
     saved = {}
     for r in runs: saved.update({e: s for e, s in r.get("cache_read_s", {}).items() if e not in made and e not in saved})
     return saved
@@ -823,6 +824,7 @@ def build_report(batch: str, root: str | os.PathLike | None = None, out: str | o
         if r.name in wall_min: cost_runs.append({"run": r.name, "wall_min": runner["share_s"] / 60 if beside else wall_min[r.name],
                                                  "train_s": cost.get("train_s", {}), "train_s_in_run": in_run,
                                                  "cache_read_s": cost.get("cache_read_s", {}), "cache_made_s": cost.get("cache_made_s", {}),
+                                                 "cache_made_in_training": cost.get("cache_made_in_training", []),
                                                  "variant_of": r.variant_of, "beside_others": beside})
         git = runner.get("git") or {}
         rows.append({"run": r.name, "notebook": r.notebook.name, "status": s.status,

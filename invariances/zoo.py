@@ -17,8 +17,8 @@ import torch.distributed as dist
 from .core import (Stopwatch, cache_dir, config_key, data_root, processes_alongside, recording_data_notes, tree_digest,
                               warn_data, write_json)
 from .runtime import Runtime
-from .store import (MANIFEST, CacheError, begin_entry, check_entry, check_file, file_record, finish_entry,
-                               record_digest, warn_damaged)
+from .store import (MANIFEST, CacheError, begin_entry, cache_compute, cache_compute_mark, check_entry, check_file,
+                               file_record, finish_entry, record_digest, warn_damaged)
 from .data.imageset import ImageSet
 from .models import CheckpointError, Encoder, load_backbone, read_checkpoint
 from .profiles import Profile, get_profile, with_budget
@@ -429,9 +429,9 @@ def get(name: str, profile: str | Profile = "cpu", seed: int = 0, root=None, run
         enc = _load_verified(folder, name, p, seed)
         if enc is not None: _replay_data_notes(folder); return enc
         _clear_for_training(folder, name, p, seed)
-        started = Stopwatch()
+        started, mark = Stopwatch(), cache_compute_mark()
         with recording_data_notes() as notes: enc = _train(folder, name, p, seed, root, runtime, progress)
-        _finish(folder, name, p, seed, notes, started)
+        _finish(folder, name, p, seed, notes, started, cache_compute(mark)["made"])
         return enc
 
 def training_estimate(name: str, profile: str | Profile = "cpu", root=None,
@@ -502,14 +502,16 @@ def _train(folder: Path, name: str, p: Profile, seed: int, root, runtime, progre
     train_set = dataset(p, "train", training_count(name, p, root), root, data=m.data) if get_method(m.method).trains else None
     return train(m.method, train_set, cfg, folder, runtime=runtime, progress=progress, snapshots=SNAPSHOT_FRACTIONS).eval()
 
-def _finish(folder: Path, name: str, p: Profile, seed: int, data_notes: list[str] = (), started: Stopwatch | None = None):
+def _finish(folder: Path, name: str, p: Profile, seed: int, data_notes: list[str] = (), started: Stopwatch | None = None,
+            cache_made: Sequence[str] = ()):
     """Write the model's record (with what its training data skipped: `warn_data` notes, and, for a model that trains,
     the seconds on the `started` stopwatch (the wall clock less any time the process was stopped): what making it cost
-    the machine beyond the loop's clock, its data and the writing of its files) and seal its files."""
+    the machine beyond the loop's clock, its data and the writing of its files; with the cache entries its training made,
+    `cache_made` (`store.cache_compute`'s names: its training set), whose time those seconds hold) and seal its files."""
     trains = started is not None and get_method(get_model(name).method).trains
     made_seconds = started.seconds() if trains else None
     write_json(folder / "zoo.json", {"name": name, "profile": asdict(p), "seed": seed, "key": folder.name, "data_notes": list(data_notes),
-                                     "trained_alongside": processes_alongside()}
+                                     "trained_alongside": processes_alongside(), "cache_made": sorted(cache_made)}
                                     | ({"made_seconds": round(made_seconds, 3)} if made_seconds is not None else {}))
     _seal(folder, name, p, seed)
     if (folder / SNAPSHOTS).is_dir(): _seal_snapshots(folder, name, p, seed, same_as_model=True)
@@ -538,9 +540,9 @@ def _get_distributed(name: str, p: Profile, seed: int, root, runtime, progress) 
         dist.broadcast_object_list(news, src=0)
         folder, cached = Path(news[0][0]), news[0][1]
         if cached: return enc if rank == 0 else load_backbone(folder / "backbone.pt").eval()
-        started = Stopwatch()
+        started, mark = Stopwatch(), cache_compute_mark()
         with recording_data_notes() as notes: enc = _train(folder, name, p, seed, root, runtime, progress)     # every rank: DDP
-        if rank == 0: _finish(folder, name, p, seed, notes, started)
+        if rank == 0: _finish(folder, name, p, seed, notes, started, cache_compute(mark)["made"])
         dist.barrier()                                   # no rank returns before the model is sealed
         return enc
 
@@ -562,7 +564,8 @@ def training_record(name: str, profile: str | Profile = "cpu", seed: int = 0, ro
     `train_seconds`) (its data, the loop, writing its files; not its process's start-up: on the
     2-core `cpu` batch 5-25 s a model beyond the loop, and the Region Tracker's tracks 7 of its 10 minutes), never
     below `train_seconds`
-    (equal to it for a model sealed before it was kept); `trained_alongside`, how many processes the machine ran at once
+    (equal to it for a model sealed before it was kept); `cache_made`, the cache entries its training made (its data set:
+    a run that reads one later did not save their time, the model's counts it); `trained_alongside`, how many processes the machine ran at once
     beside it, itself included (`core.processes_alongside`; 1 for a model sealed before it was kept); loss and accuracy (the method's own: contrastive
     or class) are means over the first and last `window` steps, and `peak_acc` is the best such mean, to show how
     training went."""
@@ -578,7 +581,7 @@ def training_record(name: str, profile: str | Profile = "cpu", seed: int = 0, ro
         warn_damaged(_label(name, p, seed), folder, e, "zoo.get retrains it"); return None
     seconds = float(side.get("train_seconds") or 0.0)
     record = {"train_seconds": seconds, "made_seconds": max(seconds, float(made.get("made_seconds") or 0.0)),
-              "trained_alongside": int(made.get("trained_alongside") or 1)}
+              "trained_alongside": int(made.get("trained_alongside") or 1), "cache_made": list(made.get("cache_made") or [])}
     record["steps"] = len(history)
     if history:
         loss, acc = np.array([h["loss"] for h in history]), np.array([h.get("acc", np.nan) for h in history])

@@ -45,6 +45,7 @@ class Experiment:
         if self.profile is not None: self.run.record_data("train", zoo.data_identity(self.profile, data_root))
         self.records, self.health, self.train_s, self.train_s_in_run, self.measures = {}, {}, {}, {}, {}
         self.external: dict[str, dict] = {}   # models that are not zoo models (`checkpoints`), by label
+        self.cache_made_in_training: set[str] = set()   # cache entries its models' trainings made (their data sets)
         self._cache_mark = cache_compute_mark()   # the cache entries this run reads or makes from here on
         processes_alongside()   # what the run makes records it: a malformed value is refused now, not when an entry is sealed
 
@@ -62,6 +63,7 @@ class Experiment:
             cached = zoo.is_cached(name, self.profile, seed, self.data_root)
             encoders[key] = zoo.get(name, self.profile, seed, self.data_root, runtime=self.runtime, progress=progress)
             self.records[key] = zoo.training_record(name, self.profile, seed, self.data_root) or {}
+            self.cache_made_in_training.update(self.records[key].get("cache_made", []))   # their time is the model's
             # the cost names the weights as the zoo keys them (a model under another paper's name is the same weights,
             # `zoo.weights_of`), at another share of its steps another model: cost_by_paper counts each once (a
             # reference trains at its full length under a budget below 1, `EncoderConfig.budget_share`: the same weights)
@@ -105,13 +107,15 @@ class Experiment:
 
     def finish(self) -> dict:
         """Write `cost.json` (training seconds of every model, those trained in this run, the seconds behind the cache
-        entries it read instead of computing (`cache_read_s`) and behind those it made (`cache_made_s`), and the
+        entries it read instead of computing (`cache_read_s`) and behind those it made (`cache_made_s`), the entries its
+        models' trainings made (`cache_made_in_training`: their time is in the models' training seconds), and the
         measures) and the provenance, with every dataset folder the run looked for under the data root and whether it was there
         (`data_looked_up`: the runner keeps their digests, so a dataset that arrives or changes there reruns it), and
         every note of input skipped or dropped, in the run or in its models' training (`data_notes`: the report lists them)."""
         cache = cache_compute(self._cache_mark)
         self.run.json({"train_s": self.train_s, "train_s_in_run": self.train_s_in_run, "cache_read_s": cache["read"],
-                       "cache_made_s": cache["made"], **self.measures}, "cost")
+                       "cache_made_s": cache["made"], "cache_made_in_training": sorted(self.cache_made_in_training),
+                       **self.measures}, "cost")
         return self.run.finish(runtime=self.runtime, data_looked_up=datasets_looked_up(), data_notes=data_notes())
 
 def _runtime(runtime) -> Runtime | None:
