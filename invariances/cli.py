@@ -14,7 +14,8 @@ from . import __version__
 from .core import at_least_one, write_text
 from .repro import load_batch, project_root, read_status, run_batch, summary_markdown
 from .report import build_report, report_path
-from .launch import batch_models, dry_run, make_executor, train_in_parallel, train_zoo_models, training_outlook
+from .launch import (batch_models, dry_run, make_executor, still_to_train, train_in_parallel, train_zoo_models,
+                                training_outlook)
 
 # %% auto #0
 __all__ = ['EXAMPLES', 'DOCS', 'batch_names', 'main', 'list_runs', 'notebook_markdown', 'readme_from_index', 'stale_docs',
@@ -119,20 +120,27 @@ def _chosen(batch, only: list[str] | None):
 
 def list_runs(batch, out: Path, only: list[str] | None = None, root: Path | None = None, train_workers: int = 1) -> str:
     """A table of `batch`'s runs (those of `only`): whether the run folder `out` holds a result, the last invocation's
-    status (`status.json`), and the run's parameters in short; then where the committed report is, and what training
-    their zoo models still takes here, `train_workers` at once (`launch.training_outlook`)."""
+    status (`status.json`), and the run's parameters in short; then where the committed report is, the zoo models they
+    need that are still to train here, model by model (`launch.still_to_train`), and what that training should take,
+    `train_workers` at once (`launch.training_outlook`)."""
     last = read_status(out)
     rows = [{"run": r.name, "notebook": r.notebook.name,
              "here": "done" if (out / r.name / ".done.json").is_file() else "not run",
              "last invocation": last.get(r.name, {}).get("status", "-"),
              "parameters": _parameters_summary(r.parameters)} for r in _chosen(batch, only).runs]
-    widths = {k: max(len(k), *(len(r[k]) for r in rows)) for k in rows[0]}
-    text = "\n".join("  ".join(f"{r[k]:<{w}}" for k, w in widths.items()).rstrip() for r in [dict(zip(widths, widths))] + rows)
     report = report_path(batch.name, root or project_root())
     tail = f"\nrun folder: {out}" + (f"\ncommitted report: {report.relative_to(report.parent.parent)} (what a batch run last built and "
                                      "committed; `here` is this machine's run folder)" if report.is_file() else "")
     models = batch_models(_chosen(batch, only))
-    return text + tail + "\n" + (training_outlook(models, train_workers) or "zoo models: every one these runs train is in the cache here")
+    training = [{"zoo model still to train": str(t["model"]), "steps done": f"{t['done']:,} of {t['steps']:,}" if t["steps"] else "-",
+                 "minutes left here": f"{t['minutes']:,.0f}" if t["minutes"] is not None else "?"} for t in still_to_train(models)]
+    return (_columns(rows) + tail + "\n" + (_columns(training) + "\n" if training else "")
+            + (training_outlook(models, train_workers) or "zoo models: every one these runs train is in the cache here"))
+
+def _columns(rows: list[dict]) -> str:
+    "`rows` of strings as a plain-text table: a header of their keys, each column as wide as its widest cell."
+    widths = {k: max(len(k), *(len(r[k]) for r in rows)) for k in rows[0]}
+    return "\n".join("  ".join(f"{r[k]:<{w}}" for k, w in widths.items()).rstrip() for r in [dict(zip(widths, widths))] + rows)
 
 
 # %% ../nbs/82_cli.ipynb #a13cef6c

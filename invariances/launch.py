@@ -25,8 +25,9 @@ from .evaluation.experiment import with_replicates
 # %% auto #0
 __all__ = ['FORWARDED_ENV', 'FIGURE_TRANSFORMS', 'DRY_SIZES', 'DRY_STEPS', 'ZooModel', 'zoo_models', 'batch_models',
            'profile_argument', 'parse_profile', 'rendezvous_port', 'TrainJob', 'main', 'make_executor',
-           'train_zoo_models', 'relative_cost', 'train_log', 'training_outlook', 'steps_done', 'longest_first_minutes',
-           'train_in_parallel', 'DryRunError', 'dry_profile', 'dry_runtime', 'fabricated_root', 'dry_run']
+           'train_zoo_models', 'relative_cost', 'train_log', 'training_outlook', 'still_to_train', 'steps_done',
+           'longest_first_minutes', 'train_in_parallel', 'DryRunError', 'dry_profile', 'dry_runtime', 'fabricated_root',
+           'dry_run']
 
 # %% ../nbs/84_launch.ipynb #6b91a5bb
 @dataclass(frozen=True)
@@ -203,19 +204,31 @@ def training_outlook(models: Sequence[ZooModel], workers: int = 1) -> str:
     (`longest_first_minutes`); a model with a training checkpoint counts the steps it has left (`steps_done`). '' when
     every one that trains is cached."""
     trains = [m for m in models if get_method(zoo.get_model(m.name).method).trains]
-    todo = [m for m in trains if not zoo.is_cached(m.name, m.profile, m.seed, m.data_root)]
+    todo = still_to_train(trains)
     if not todo: return ""
-    def left(m):    # the share of its steps a model has still to train
-        steps = getattr(zoo.model_config(m.name, m.profile, m.seed), "steps", None)
-        return max(0.0, 1 - steps_done(m) / steps) if steps else 1.0
-    under_way = [(m.name, m.profile, m.seed) for m in todo if steps_done(m) > 0]   # their logs count on a new machine
-    minutes = [e * left(m) for m in todo if (e := zoo.training_estimate(m.name, m.profile, m.data_root, under_way)) is not None]
-    resumed = sum(steps_done(m) > 0 for m in todo)
+    minutes = [t["minutes"] for t in todo if t["minutes"] is not None]
+    resumed = sum(t["done"] > 0 for t in todo)
     text = f"{len(todo)} of {len(trains)} zoo models still to train here" + (f" ({resumed} resumed from a checkpoint)" if resumed else "")
     if minutes: text += f": about {sum(minutes):,.0f} model-minutes at the speed the models here trained (the longest {max(minutes):,.0f})"
     if workers > 1 and len(minutes) > 1: text += f", about {longest_first_minutes(minutes, workers):,.0f} min of wall time {workers} at once"
     if len(minutes) < len(todo): text += f"; {len(todo) - len(minutes)} with no model of its method and width trained or training here to go by"
     return text
+
+def still_to_train(models: Sequence[ZooModel]) -> list[dict]:
+    """The `models` that train and that the cache lacks, the costliest first (`relative_cost`: the order
+    `train_in_parallel` starts them), each as `{model, steps, done, minutes}`: its steps, the step its checkpoint stands at
+    (`steps_done`), and the minutes its steps left should take here (`zoo.training_estimate`, None with nothing to go by;
+    the logs of the models under way count for those of their shapes on a machine with none sealed)."""
+    todo = sorted((m for m in models if get_method(zoo.get_model(m.name).method).trains
+                   and not zoo.is_cached(m.name, m.profile, m.seed, m.data_root)), key=relative_cost, reverse=True)
+    rows = [{"model": m, "steps": getattr(zoo.model_config(m.name, m.profile, m.seed), "steps", None), "done": steps_done(m)}
+            for m in todo]
+    under_way = [(r["model"].name, r["model"].profile, r["model"].seed) for r in rows if r["done"] > 0]
+    for r in rows:
+        m, left = r["model"], max(0.0, 1 - r["done"] / r["steps"]) if r["steps"] else 1.0   # the share of its steps left
+        e = zoo.training_estimate(m.name, m.profile, m.data_root, under_way)
+        r["minutes"] = e * left if e is not None else None
+    return rows
 
 def steps_done(model: ZooModel) -> int:
     "The step `model`'s training checkpoint in the zoo cache stands at, where a training of it resumes (`zoo.checkpoint_step`)."
