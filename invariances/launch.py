@@ -17,7 +17,7 @@ from .core import ALONGSIDE_ENV, at_least_one, last_line, processes_at_once, usa
 from .runtime import Runtime, cpu_bf16_native, process_env
 from .repro import RunSpec, Batch, execute_run, load_batch, parameter_errors, run_settings
 from .profiles import PROFILES, Profile, get_profile, with_budget
-from .train.loop import ATTEMPTS, CHECKPOINT, CHECKPOINT_MANIFEST
+from .train.loop import CHECKPOINT, CHECKPOINT_MANIFEST
 from .train.methods import get_method
 from .runs import MODEL_PARAMETERS
 from .evaluation.experiment import with_replicates

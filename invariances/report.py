@@ -489,8 +489,9 @@ CHECKS = "checks (no paper table)"
 def cost_by_paper(runs: list[dict], board: list[dict]) -> pd.DataFrame:
     """Minutes from scratch per paper: `runs` in batch order, each `{run, wall_min, train_s, train_s_in_run}` (the
     run's wall minutes and its `cost.json`, with its `cache_read_s`, `cache_made_s` and `cache_made_in_training` where
-    it has them; `variant_of` where it has one); a zoo model is counted at the first run that uses it, and so is a cache entry that a run read
-    without any run of `runs` making it (`cache_saved`): its computation is evaluation the batch does from scratch."""
+    it has them; `variant_of` where it has one); a zoo model is counted at the first run that uses it, and so is a cache
+    entry that a run read without any run of `runs`, or training of their models, making it (`cache_saved`): its
+    computation is evaluation the batch does from scratch."""
     paper_of = {res["run"]: b["paper"] for b in board for res in b.get("results", []) if res.get("run")}
     saved = cache_saved(runs)
     rows, seen = {}, set()

@@ -445,7 +445,8 @@ def training_estimate(name: str, profile: str | Profile = "cpu", root=None,
     and 5.8 minutes, neither 1x nor the 9x of its arithmetic).
     With no such model sealed (a new machine), the trainings still under way go by what their attempt logs say so far
     (`attempts_rate`): `name`'s own at seed 0, and those of `in_training`, (name, profile, seed) triples (a batch's other
-    models), that have its method, width and shapes and are not sealed. None when there is nothing to go by, or it does not train."""
+    models), that have its method, width and shapes and are not sealed. None when there is nothing to go by, or it
+    does not train."""
     p, m = get_profile(profile), get_model(name)
     steps = getattr(model_config(name, p), "steps", None)
     if not get_method(m.method).trains or not steps: return None
@@ -563,10 +564,10 @@ def training_record(name: str, profile: str | Profile = "cpu", seed: int = 0, ro
     time of the session that finished it, less any time its process was stopped (`core.Stopwatch`, as the loop counts
     `train_seconds`) (its data, the loop, writing its files; not its process's start-up: on the
     2-core `cpu` batch 5-25 s a model beyond the loop, and the Region Tracker's tracks 7 of its 10 minutes), never
-    below `train_seconds`
-    (equal to it for a model sealed before it was kept); `cache_made`, the cache entries its training made (its data set:
-    a run that reads one later did not save their time, the model's counts it); `trained_alongside`, how many processes the machine ran at once
-    beside it, itself included (`core.processes_alongside`; 1 for a model sealed before it was kept); loss and accuracy (the method's own: contrastive
+    below `train_seconds` (equal to it for a model sealed before it was kept); `cache_made`, the cache entries its
+    training made (its data set: a run that reads one later did not save their time, the model's counts it);
+    `trained_alongside`, how many processes the machine ran at once beside it, itself included
+    (`core.processes_alongside`; 1 for a model sealed before it was kept); loss and accuracy (the method's own: contrastive
     or class) are means over the first and last `window` steps, and `peak_acc` is the best such mean, to show how
     training went."""
     p = get_profile(profile)
