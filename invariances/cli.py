@@ -105,6 +105,9 @@ def main(argv: list[str] | None = None) -> int:
         if a.report: build_report(str(batch.path), root, Path(a.report), runs_dir=out)   # its figures are copied beside it
     except (FileNotFoundError, ValueError, RuntimeError) as e:   # DryRunError included
         print(f"invariances-repro: error: {e}", file=sys.stderr); return 2
+    except KeyboardInterrupt:   # the workers have stopped their processes; what finished is sealed
+        print("invariances-repro: interrupted; the finished runs and the checkpoints of the models in training are kept: "
+              "the same command goes on from them", file=sys.stderr); return 130
     print("\n" + summary_markdown(batch, results))
     return 0 if all(r.status in ("ok", "skipped") for r in results) else 1
 

@@ -67,6 +67,9 @@ def main(argv: list[str] | None = None) -> int:
                            a.data_root, a.device, a.seed, a.profile, False if a.quiet else None)
     except (FileNotFoundError, ValueError, ImportError, KeyError) as e:
         print(f"invariances-measure: error: {e}", file=sys.stderr); return 2
+    except KeyboardInterrupt:   # Ctrl-C: one line, not a traceback; the card's files are each written whole or not at all
+        print("invariances-measure: interrupted; the card is written once the measuring has ended: run the command again",
+              file=sys.stderr); return 130
     print(f"wrote {paths['markdown']} and {paths['html']}")
     return 0
 
