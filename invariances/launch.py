@@ -6,14 +6,14 @@
 from __future__ import annotations
 
 import argparse, contextlib, dataclasses, json, math, os, shutil, subprocess, sys, tempfile, time, zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np, torch
 
 from . import zoo
-from .core import ALONGSIDE_ENV, at_least_one, last_line, processes_at_once, usable_cores
+from .core import ALONGSIDE_ENV, at_least_one, config_key, last_line, processes_at_once, usable_cores
 from .runtime import Runtime, cpu_bf16_native, process_env
 from .repro import RunSpec, Batch, execute_run, load_batch, parameter_errors, run_settings
 from .profiles import PROFILES, Profile, get_profile, with_budget
@@ -64,9 +64,21 @@ def zoo_models(run: RunSpec) -> list[ZooModel]:
     return [ZooModel(n, profile, k, root) for n, k in dict.fromkeys(wanted)]
 
 def batch_models(batch: str | Batch) -> list[ZooModel]:
-    "Every zoo model the runs of `batch` need, in order of first use."
+    """Every zoo model the runs of `batch` need, in order of first use, one per zoo folder: two that are the same
+    training (a reference never trains below 1x, so a 0.41x run's supervised model is the 1x run's) are one job, listed
+    as the first run asks for it."""
     batch = batch if isinstance(batch, Batch) else load_batch(batch)
-    return list(dict.fromkeys(m for r in batch.runs for m in zoo_models(r)))
+    trainings = {}
+    for m in dict.fromkeys(m for r in batch.runs for m in zoo_models(r)): trainings.setdefault(_training(m), m)
+    return list(trainings.values())
+
+def _training(m: ZooModel) -> str:
+    """What names `m`'s training without reading its data (a batch is listed without a data root): all that
+    `zoo.model_key` is made of but the data's digest, which the profile and the root decide, and the profile's budget,
+    which acts only through the config's steps."""
+    p = get_profile(m.profile)
+    return config_key({"model": m.name, "seed": m.seed, "root": m.data_root, "profile": dataclasses.asdict(replace(p, budget=1.0)),
+                       "config": zoo.model_config(m.name, p, m.seed).identity()})
 
 # %% ../nbs/84_launch.ipynb #0f69839b
 FORWARDED_ENV = ("INVARIANCES_CACHE", "INVARIANCES_DATA")   # what the runner's zoo sees is what the job's zoo sees
