@@ -5,13 +5,15 @@
 # %% ../nbs/20_transforms.ipynb #95e50a77
 from __future__ import annotations
 
-import math
+import io, math
 from dataclasses import dataclass
 from typing import Callable
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 import torchvision.transforms.v2.functional as TVF
+from PIL import Image
 
 from .ops import (check_images, warp, affine_grid, rgb_to_gray, to_gray_where, adjust_brightness, adjust_contrast,
                              adjust_saturation, adjust_hue, rgb_to_hsv, hsv_to_rgb, gaussian_kernels, gaussian_blur)
@@ -334,9 +336,13 @@ def _pixelate(x, c, g, px):
 
 @_corruption("jpeg_compression")
 def _jpeg_compression(x, c, g, px):
-    from torchvision.io import encode_jpeg, decode_jpeg
-    enc = encode_jpeg(list(_to_uint8(x).cpu()), quality=c)
-    return torch.stack(decode_jpeg(enc)).to(x.device).float() / 255
+    # Pillow's codec, as the reference's: torchvision.io's batched one gave the same bytes, but its image codecs are
+    # deprecated since torchvision 0.29. A JPEG codec works image by image either way.
+    out = []
+    for im in _to_uint8(x).permute(0, 2, 3, 1).cpu().numpy():
+        buf = io.BytesIO(); Image.fromarray(im).save(buf, "JPEG", quality=c)
+        out.append(np.asarray(Image.open(buf)))
+    return torch.from_numpy(np.stack(out)).permute(0, 3, 1, 2).to(x.device).float() / 255
 
 # %% ../nbs/20_transforms.ipynb #8475aefa
 def _local_shuffle(x, delta: float, iterations: int, g):

@@ -17,7 +17,7 @@ from invariances.display import demo_images
 from invariances.transforms import CORRUPTIONS, corrupt
 
 SEVERITIES = (1, 3, 5)
-SAME_PIXELS = {"defocus_blur": 1.0, "zoom_blur": 0.75, "brightness": 0.75, "contrast": 0.75, "jpeg_compression": 0.25, "pixelate": 0.6}
+SAME_PIXELS = {"defocus_blur": 1.0, "zoom_blur": 0.75, "brightness": 0.75, "contrast": 0.75, "jpeg_compression": 0.0, "pixelate": 0.6}
 SAME_SPREAD = {"gaussian_noise": 0.05, "shot_noise": 0.05, "impulse_noise": 0.05, "motion_blur": 0.05, "snow": 0.05, "fog": 0.2}
 
 
