@@ -228,8 +228,8 @@ def transfer_table(tasks: Mapping[str, DownstreamTask], features: Mapping[str, M
     score, std = pivot("score"), pivot("std")
     for family, column in (("recognition", "recognition_mean"), ("spatial", "spatial_tasks_mean")):
         cols = [t for t in tasks if TASK_FAMILY[t] == family]
-        if cols: score[column] = score[cols].mean(1)
-    score["avg"] = score[list(tasks)].mean(1)
+        if cols: score[column] = score[cols].mean(axis=1)
+    score["avg"] = score[list(tasks)].mean(axis=1)
     return TransferTable(score, std, fits)
 
 # %% ../../nbs/72_tasks.ipynb #e3881bc4
