@@ -17,7 +17,7 @@ from ..core import warn_data
 from .inputs import as_features
 
 # %% auto #0
-__all__ = ['RIS_VARIANTS', 'RISResult', 'representation_invariance_score', 'ris_from_features']
+__all__ = ['RIS_VARIANTS', 'RISResult', 'representation_invariance_score', 'ris_from_features', 'authors_firing']
 
 # %% ../../nbs/41_ris.ipynb #e1f6c001
 RIS_VARIANTS = ("authors", "paper", "goodfellow")
@@ -243,3 +243,15 @@ def ris_from_features(features, ks: Sequence[int] = (10, 25), variant: str = "au
     "`representation_invariance_score` of a `Features` object, with targets and trajectory ids from its metadata columns."
     return representation_invariance_score(features.features, features.column(target), features.column(trajectory),
                                            ks=ks, variant=variant, **kwargs)
+
+# %% ../../nbs/41_ris.ipynb #10a3a53a
+def authors_firing(features, firing_percentile: float) -> np.ndarray:
+    """Each unit on each image as the `authors` variant sees it: +1 above the unit's top threshold, -1 below its bottom
+    one, else 0; `(N, D)` int8. The thresholds are the order statistics at `_order_index(N, firing_percentile)` of
+    each unit's ascending and descending values (`RISResult.params["firing_percentile"]` of a score), compared in the
+    score's dtype (float64 features in float64, others in float32)."""
+    h = as_features(features, min_samples=1)
+    h = h.astype(np.float64 if h.dtype == np.float64 else np.float32, copy=False)
+    if not 0 < firing_percentile < 100: raise ValueError(f"firing_percentile must be in (0, 100), got {firing_percentile}")
+    m, hs = _order_index(len(h), firing_percentile), _sort_units(h).numpy()      # hs: (D, N), each row ascending
+    return (h > hs[:, m]).astype(np.int8) - (h < hs[:, len(h) - 1 - m]).astype(np.int8)
