@@ -153,12 +153,10 @@ def dataset(profile: str | Profile, split: str = "train", n: int | None = None, 
     crops COCO's where COCO is under the data root (`REAL_SCENE_DATA`)."""
     p = get_profile(profile)
     s = DATA[_data_name(p, data, root)](split, n, p, root)
-    if n is not None and n < len(s):
-        rng = np.random.default_rng(seed)
-        if "pair" in s.meta:      # frame pairs: whole pairs, each frame with its partner
-            s = s.subset(np.flatnonzero(s.meta.pair.isin(rng.choice(s.meta.pair.unique(), max(1, n // 2), replace=False))))
-        else: s = s.subset(np.sort(rng.choice(len(s), n, replace=False)))
-    return s
+    if n is not None and n < len(s) and "pair" in s.meta:      # frame pairs: whole pairs, each frame with its partner
+        pairs = np.random.default_rng(seed).choice(s.meta.pair.unique(), max(1, n // 2), replace=False)
+        return s.subset(np.flatnonzero(s.meta.pair.isin(pairs)))
+    return s.sample(n, seed)
 
 def data_identity(profile: str | Profile, root=None, data: str | None = None) -> dict:
     "What identifies training data (default: the profile's) in a model's key: renderer version or the real files' digest."

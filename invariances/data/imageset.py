@@ -40,6 +40,11 @@ class ImageSet:
         idx = np.asarray(idx)
         return ImageSet(np.asarray(self.images[idx]), self.meta.iloc[idx].reset_index(drop=True), self.name)
 
+    def sample(self, n: int | None, seed: int) -> "ImageSet":
+        "At most `n` of the images, drawn without replacement with `seed`, in their order here; all when `n` is None or >= len."
+        if n is None or n >= len(self): return self
+        return self.subset(np.sort(np.random.default_rng(seed).choice(len(self), n, replace=False)))
+
     def batches(self, batch_size: int = 256, device="cpu") -> Iterator[tuple[torch.Tensor, pd.DataFrame]]:
         "Stream `(float images on device, metadata rows)`; never materialises more than one batch."
         for i in range(0, len(self), batch_size):

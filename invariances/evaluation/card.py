@@ -281,8 +281,8 @@ def _real_reference(root, cfg: CardSize, seed: int, feats, stats) -> tuple[Refer
     if not dataset_available("tiny-imagenet", root): return stats, "rendered objects (no tiny-imagenet under the data root)"
     from invariances.data.loaders import LOADERS
     val = LOADERS["load_tiny_imagenet"](root, split="val", size=cfg.image_size)
-    pick = np.sort(np.random.default_rng(seed).choice(len(val), min(cfg.n_reference, len(val)), replace=False))
-    return ReferenceStats.fit(feats(val.subset(pick))), f"tiny-imagenet val n={len(pick)}"
+    val = val.sample(cfg.n_reference, seed)
+    return ReferenceStats.fit(feats(val)), f"tiny-imagenet val n={len(val)}"
 
 def _measure_real(real: Mapping[str, RealSet], root, cfg: CardSize, seed: int, stats, feats, ks, add, units, notes, step) -> dict:
     "Group measures and RIS on every real set in `real` (at most `cfg.n_real_groups` groups each, drawn with `seed`)."

@@ -325,7 +325,7 @@ def shifted_domains(profile, n: int = 300, root=None, seed: int = 0) -> tuple[di
             if not found: rows.append((d, "", f"missing: {' or '.join(o[0] for o in options)} under the data root")); continue
             name, what, load = found[0]
             s = load(root, p.image_size)
-            if len(s) > n: s = s.subset(np.sort(np.random.default_rng(seed).choice(len(s), n, replace=False)))
+            s = s.sample(n, seed)
             out[d] = s; rows.append((d, what, ""))
     sources = pd.DataFrame(rows, columns=["domain", "source", "missing"])
     sources["images"] = [len(out[d]) if d in out else 0 for d in sources["domain"]]

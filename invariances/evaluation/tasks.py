@@ -129,7 +129,7 @@ def factor_task(source: str = "rendered", size: int = 64, n_train: int | None = 
         sets = []
         for n, split in ((n_train, "train"), (n_test, "test")):
             s = load_causal3dident(root, split, size)
-            if n is not None and n < len(s): s = s.subset(np.sort(np.random.default_rng(seed).choice(len(s), n, replace=False)))
+            s = s.sample(n, seed)
             sets.append(ImageSet(s.images, s.meta.rename(columns=dict(zip(CAUSAL3D_LATENTS, FACTORS))), s.name))
     else: raise ValueError(f"factor_task: source must be 'rendered' or 'causal3dident', got {source!r}")
     return DownstreamTask(f"factors/{source}", sets[0], sets[1], "regression", "r2", list(FACTORS))
@@ -247,7 +247,7 @@ def scene_sets(profile, n_train: int, n_test: int, seed: int = 0, root=None) -> 
         from invariances.data.scenes import load_voc2007
         def voc(split, crops, n):
             s = load_voc2007(root, "trainval" if split == "train" else "test", size=size, crops=crops)
-            return s if n >= len(s) else s.subset(np.sort(np.random.default_rng(seed + 21 + crops).choice(len(s), n, replace=False)))
+            return s.sample(n, seed + 21 + crops)
         return {"scenes train": voc("train", False, n_train), "scenes test": voc("test", False, n_test),
                 "crops train": voc("train", True, n_train), "crops test": voc("test", True, n_test)} | objects
     def scenes(n, split): return scene_set(n, size, seed=seed + 21, split=split, **SCENE_COOCCURRENCE)
