@@ -20,6 +20,8 @@ import nbformat
 from nbclient import NotebookClient
 from nbdev.process import extract_directives
 
+from invariances.repro import kernel_manager_class
+
 ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 
@@ -46,6 +48,7 @@ def execute(path: Path, timeout: int = 900, skip_flags: set[str] = frozenset(), 
     path = Path(path)
     nb = nbformat.read(path, as_version=4)
     client = SkippingClient(nb, set(skip_flags), timeout=timeout, kernel_name="python3", allow_errors=False,
+                            kernel_manager_class=kernel_manager_class(),   # Unix sockets, as the batch runner's kernels
                             resources={"metadata": {"path": str(path.parent)}},
                             extra_arguments=[f"--InlineBackend.figure_formats={fmt}",
                                              f"--InlineBackend.rc={{'figure.dpi': {dpi}}}"])

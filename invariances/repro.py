@@ -5,7 +5,7 @@
 # %% ../nbs/80_repro.ipynb #bb8cf14f
 from __future__ import annotations
 
-import ast, contextlib, fcntl, hashlib, json, logging, math, os, re, secrets, shutil, sys, tempfile, threading, time
+import ast, contextlib, fcntl, functools, hashlib, json, logging, math, os, re, secrets, shutil, sys, tempfile, threading, time
 import traceback, warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,8 +24,8 @@ __all__ = ['BATCH_KEYS', 'RUN_KEYS', 'BATCH_MODELS', 'PROGRESS_FILE', 'PROGRESS_
            'project_root', 'library_digest', 'RunSpec', 'Batch', 'load_batch', 'declared_parameters', 'declared_type',
            'type_allows', 'check_parameters', 'parameter_errors', 'run_settings', 'data_digests', 'missing_data',
            'run_key', 'stale_data', 'RunResult', 'failed_folder', 'remove_folder', 'replace_folder', 'clean_leftovers',
-           'progress_text', 'LiveLine', 'live_line', 'watch_progress', 'execute_run', 'read_status', 'summary_markdown',
-           'run_batch', 'execute_at_once', 'main']
+           'progress_text', 'LiveLine', 'live_line', 'watch_progress', 'kernel_manager_class', 'execute_run',
+           'read_status', 'summary_markdown', 'run_batch', 'execute_at_once', 'main']
 
 # %% ../nbs/80_repro.ipynb #a9b9468f
 def project_root(start: str | os.PathLike | None = None) -> Path:
@@ -406,6 +406,23 @@ def _remove_progress(work: Path):
     (work / PROGRESS_FILE).unlink(missing_ok=True)
 
 # %% ../nbs/80_repro.ipynb #8e2d4a6b
+@functools.cache   # made on first use: jupyter_client is imported only when a notebook runs
+def kernel_manager_class():
+    """The kernel manager of a run's notebook: on POSIX its kernel listens on Unix sockets (IPC transport) instead of
+    TCP ports of localhost, which any user of a shared machine (a cluster's login node) could connect to, and of which
+    ipykernel >= 7 warns at every kernel's start; elsewhere, or where the temporary folder's path is too long for a
+    socket's (about 100 bytes: a cluster job's `$TMPDIR` can be), jupyter_client's default (TCP). The sockets get an
+    absolute path of their own there (jupyter_client's default is relative to the working directory, which a notebook's
+    kernel and its client need not share); a normal end removes them, a killed kernel leaves them to the system."""
+    from jupyter_client.manager import AsyncKernelManager
+    class RunKernelManager(AsyncKernelManager):
+        def __init__(self, **kwargs):
+            sockets = os.path.join(tempfile.gettempdir(), f"invariances-kernel-{secrets.token_hex(6)}")   # + "-<port>"
+            if os.name == "posix" and len(os.fsencode(sockets)) <= 90:
+                kwargs.setdefault("transport", "ipc"); kwargs.setdefault("ip", sockets)
+            super().__init__(**kwargs)
+    return RunKernelManager
+
 def execute_run(run: RunSpec, run_dir: Path, key: str, data: dict, kernel_name: str | None = "python3",
                 timeout: int | None = None, on_progress: Callable[[dict], None] | None = None) -> RunResult:
     """Execute one notebook with papermill into a fresh folder beside `run_dir`, then swap it in: to `run_dir` if it
@@ -428,7 +445,8 @@ def execute_run(run: RunSpec, run_dir: Path, key: str, data: dict, kernel_name: 
             with _env(INVARIANCES_RUN_DIR=work.resolve(), MPLBACKEND="Agg", **{PROGRESS_ENV: progress}, **process_env()), watch:
                 papermill.execute_notebook(str(run.notebook), str(work / "executed.ipynb"), parameters=run.parameters,
                                            kernel_name=kernel_name, language="python", progress_bar=False,
-                                           log_output=True, cwd=str(work), execution_timeout=timeout)
+                                           log_output=True, cwd=str(work), execution_timeout=timeout,
+                                           kernel_manager_class=kernel_manager_class())
         except Exception as e:  # a failing notebook is recorded, the batch goes on
             status = "failed"
             message = (str(e).strip().splitlines() or [type(e).__name__])[-1][:300]

@@ -101,6 +101,20 @@ def test_kernels_get_the_process_settings(project, monkeypatch):
     assert json.loads((out(project, "b", "env") / "out.json").read_text()) == {"OMP_WAIT_POLICY": "ACTIVE", "THP_MEM_ALLOC_ENABLE": "1"}
 
 
+@pytest.mark.skipif(os.name != "posix", reason="Unix sockets: elsewhere a run's kernel stays on TCP")
+def test_a_runs_kernel_listens_on_unix_sockets(project):
+    """A run's kernel is reached through Unix sockets, not TCP ports of localhost that any user of a shared machine could
+    connect to; ipykernel >= 7 warned of that at every run's start, on the batch's console."""
+    body = ("import json\nfrom ipykernel.connect import get_connection_info\nfrom invariances.runs import RunDir\n"
+            "run = RunDir(params={'n': n})\nrun.json({'transport': json.loads(get_connection_info())['transport']}, 'out')\nrun.finish()")
+    notebook(project / "nbs" / "experiments" / "kernel.ipynb", "n = 1", body)
+    batch(project, "b", [{"name": "kernel", "notebook": "kernel.ipynb"}])
+    res = subprocess.run([BIN / "invariances-repro", "b"], cwd=project, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert json.loads((out(project, "b", "kernel") / "out.json").read_text()) == {"transport": "ipc"}
+    assert "without encryption" not in res.stdout + res.stderr
+
+
 def test_a_runs_time_leaves_out_the_time_the_batch_was_stopped(project, monkeypatch):
     # the runner reads a run's seconds off a core.Stopwatch (the wall clock less any time its process was stopped, as
     # with kill -STOP); one that reads 42 s gives the run 42 s, in its result and its provenance, however long it took
