@@ -15,7 +15,7 @@ import nbformat
 import yaml
 
 from .core import (ALONGSIDE_ENV, PROGRESS_ENV, Stopwatch, at_least_one, data_root, git_info, in_ci, last_line, overlap_shares,
-                              processes_at_once, tree_digest, usable_cores, write_json, write_text)
+                              processes_at_once, session_nice, tree_digest, usable_cores, write_json, write_text)
 from .runs import MODEL_PARAMETERS, table_markdown
 from .runtime import process_env
 
@@ -413,7 +413,8 @@ def kernel_manager_class():
     ipykernel >= 7 warns at every kernel's start; elsewhere, or where the temporary folder's path is too long for a
     socket's (about 100 bytes: a cluster job's `$TMPDIR` can be), jupyter_client's default (TCP). The sockets get an
     absolute path of their own there (jupyter_client's default is relative to the working directory, which a notebook's
-    kernel and its client need not share); a normal end removes them, a killed kernel leaves them to the system."""
+    kernel and its client need not share); a normal end removes them, a killed kernel leaves them to the system. The
+    kernel, in a session of its own, gets the runner's nice value (`core.session_nice`)."""
     from jupyter_client.manager import AsyncKernelManager
     class RunKernelManager(AsyncKernelManager):
         def __init__(self, **kwargs):
@@ -421,6 +422,10 @@ def kernel_manager_class():
             if os.name == "posix" and len(os.fsencode(sockets)) <= 90:
                 kwargs.setdefault("transport", "ipc"); kwargs.setdefault("ip", sockets)
             super().__init__(**kwargs)
+
+        async def _async_launch_kernel(self, kernel_cmd, **kw):
+            await super()._async_launch_kernel(kernel_cmd, **kw)
+            if pid := getattr(self.provisioner, "pid", None): session_nice(pid)
     return RunKernelManager
 
 def execute_run(run: RunSpec, run_dir: Path, key: str, data: dict, kernel_name: str | None = "python3",

@@ -115,6 +115,20 @@ def test_a_runs_kernel_listens_on_unix_sockets(project):
     assert "without encryption" not in res.stdout + res.stderr
 
 
+@pytest.mark.skipif(not Path("/proc/self/autogroup").exists(), reason="no Linux autogroups here: nice acts as is")
+def test_a_runs_kernel_is_as_nice_as_the_runner(project):
+    """Under `nice`, a run's kernel (a session of its own, so an autogroup of its own on Linux) gets the runner's nice
+    value: it took a full share of the CPU beside the machine's other work before."""
+    body = ("from invariances.runs import RunDir\nrun = RunDir(params={'n': n})\n"
+            "run.json({'autogroup': open('/proc/self/autogroup').read().split()[-1]}, 'out')\nrun.finish()")
+    notebook(project / "nbs" / "experiments" / "nice.ipynb", "n = 1", body)
+    batch(project, "b", [{"name": "nice", "notebook": "nice.ipynb"}])
+    res = subprocess.run(["nice", "-n", "3", BIN / "invariances-repro", "b"], cwd=project, capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stdout + res.stderr
+    want = min(19, os.getpriority(os.PRIO_PROCESS, 0) + 3)
+    assert json.loads((out(project, "b", "nice") / "out.json").read_text()) == {"autogroup": str(want)}
+
+
 def test_a_runs_time_leaves_out_the_time_the_batch_was_stopped(project, monkeypatch):
     # the runner reads a run's seconds off a core.Stopwatch (the wall clock less any time its process was stopped, as
     # with kill -STOP); one that reads 42 s gives the run 42 s, in its result and its provenance, however long it took
