@@ -6,13 +6,13 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-$(shell cat settings.ini setup.py | sha256sum | cut -c1-16)
 BATCH  ?= cpu
-# zoo models trained at once on the CPU before the notebooks run, each with the cores divided among them
+# zoo models trained at once on the CPU, each with the cores divided among them
 # (invariances-repro --train-workers; on 2 cores two one-thread trainings beat the same two in turn:
 # bench/bench_train_pool.py); one at a time for the gpu batch, whose models each take the whole accelerator
 TRAIN_WORKERS ?= $(if $(filter gpu,$(BATCH)),1,2)
-# then the notebooks, as many at once, each in a process of its own (invariances-repro --run-workers; eight runs of
+# the notebooks, as many at once, each in a process of its own (invariances-repro --run-workers; eight runs of
 # the smoke batch finished 1.66x sooner two at once, six of the cpu batch 1.43x: bench/bench_run_pool.py); one at a
-# time for the gpu batch
+# time for the gpu batch. As many as TRAIN_WORKERS: one pool for both, each notebook starting once its models are trained
 RUN_WORKERS ?= $(if $(filter gpu,$(BATCH)),1,2)
 export MPLBACKEND := Agg
 # passive OpenMP waiting: spinning threads make torch many times slower on a loaded CPU (nbs/32_runtime.ipynb; the

@@ -15,7 +15,7 @@ from .core import at_least_one, write_text
 from .repro import load_batch, project_root, read_status, run_batch, summary_markdown
 from .report import build_report, report_path
 from .launch import (batch_models, dry_run, make_executor, still_to_train, train_in_parallel, train_zoo_models,
-                                training_outlook)
+                                training_jobs, training_outlook)
 
 # %% auto #0
 __all__ = ['EXAMPLES', 'DOCS', 'batch_names', 'main', 'list_runs', 'notebook_markdown', 'readme_from_index', 'stale_docs',
@@ -27,7 +27,7 @@ EXAMPLES = """examples:
   invariances-repro cpu --report repro/REPORT.md the main job, its report at the tracked path
   invariances-repro cpu --only xiao-table2      one run (its zoo models trained first when not cached)
   invariances-repro cpu --train-workers 2       the batch's zoo models first, two at once (one core each on 2 cores)
-  invariances-repro cpu --run-workers 2         then its notebooks two at once too
+  invariances-repro cpu --train-workers 2 --run-workers 2   and its notebooks two at once, each once its models are trained
   invariances-repro cpu --list                  the runs, their state here, their parameters; the training left
   invariances-repro gpu --dry-run               one step of every model and run at paper shape, on the CPU
   invariances-repro gpu --launcher slurm --partition P --gpus-per-node 8   train on a cluster, then run
@@ -94,13 +94,17 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError(f"--train-workers {a.train_workers} trains here, --launcher {a.launcher} in jobs: choose one")
         out = Path(a.out or root / "repro" / "runs" / batch.name)
         chosen = _chosen(batch, only)   # their models first
-        # notebooks side by side should not each train a model in its kernel: the models are trained first
-        if a.launcher == "none" and (a.train_workers > 1 or a.run_workers > 1):
+        # notebooks side by side should not each train a model in its kernel: the models are trained outside them,
+        # in the runs' pool when the counts match (each run starts once its own models are trained), else all first
+        in_pool = a.launcher == "none" and a.train_workers > 1 and a.run_workers == a.train_workers
+        if a.launcher == "none" and (a.train_workers > 1 or a.run_workers > 1) and not in_pool:
             train_in_parallel(chosen, a.train_workers, log_dir=out / "train-logs")
         if a.launcher != "none":
             executor = make_executor(a.launcher, out / "jobs", a.partition, a.gpus_per_node, a.nodes, a.time_min)
             train_zoo_models(chosen, executor, a.processes_per_node or max(1, a.gpus_per_node), a.nodes)
-        results = run_batch(batch, only, a.force, a.out, root, timeout=a.timeout, workers=a.run_workers)
+        trainings = (lambda runs: training_jobs(_chosen(batch, [r.name for r in runs]), a.train_workers, log_dir=out / "train-logs",
+                                                runs_beside=len(runs))) if in_pool else None
+        results = run_batch(batch, only, a.force, a.out, root, timeout=a.timeout, workers=a.run_workers, before=trainings)
         text = build_report(str(batch.path), root, out / "REPORT.md", runs_dir=out)   # the path: a batch file outside repro/batches too
         if a.report: build_report(str(batch.path), root, Path(a.report), runs_dir=out)   # its figures are copied beside it
     except (FileNotFoundError, ValueError, RuntimeError) as e:   # DryRunError included

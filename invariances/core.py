@@ -125,12 +125,16 @@ def session_nice(pid: int) -> None:
 
 def processes_at_once(jobs: Sequence[tuple[Any, Sequence[str], Mapping[str, str], str | os.PathLike]], workers: int,
                       on_end: Callable[[Any, int | None, float, float], None],
-                      on_start: Callable[[Any, float], None] | None = None, grace_s: float = 30.0) -> None:
+                      on_start: Callable[[Any, float], None] | None = None, grace_s: float = 30.0,
+                      ready: Callable[[Any], bool] | None = None) -> None:
     """Run each job `(key, command, env, log)` in a process of its own, at most `workers` at once, in the order given,
     its output and errors in the file `log`; call `on_start(key, started)` (from a worker thread) as each starts and
     `on_end(key, returncode, started, ended)` (`time.time()`; on the calling thread) as each ends; return when all
-    have ended. Interrupted (Ctrl-C), or when `on_end` raises: no further job starts, each running process is sent
-    SIGINT and killed if it has not ended `grace_s` later, and the exception goes on."""
+    have ended. `ready(key)`: whether a job may start yet (a run waiting on the training of a model it reads); a free
+    worker takes the first job in order that is ready, and waits while none is, until a job ends (after its `on_end`).
+    A job that could never start (none ready, nothing running) is a RuntimeError naming it. Interrupted (Ctrl-C), or
+    when `on_end` raises: no further job starts, each running process is sent SIGINT and killed if it has not ended
+    `grace_s` later, and the exception goes on."""
     at_least_one(workers, "workers")
     stopping = threading.Event()
     def one(key, cmd, env, log):
@@ -150,14 +154,18 @@ def processes_at_once(jobs: Sequence[tuple[Any, Sequence[str], Mapping[str, str]
     # job queued in the pool would start the moment one ends, before `on_end` could stop the batch
     pool = ThreadPoolExecutor(max(1, min(workers, len(jobs))), thread_name_prefix="invariances-process")
     waiting, running = list(jobs), set()
-    def start_next():
-        if waiting: running.add(pool.submit(one, *waiting.pop(0)))
+    def start_ready():   # every free worker takes the first ready job
+        while len(running) < workers and (i := next((i for i, j in enumerate(waiting) if ready is None or ready(j[0])), None)) is not None:
+            running.add(pool.submit(one, *waiting.pop(i)))
+        if waiting and not running:
+            raise RuntimeError(f"{len(waiting)} job(s) can never start: none is ready and no job runs that they could wait on: "
+                               f"{[str(j[0]) for j in waiting[:5]]}")
     try:
-        for _ in range(workers): start_next()
+        start_ready()
         while running:
             ended, _ = wait(running, return_when=FIRST_COMPLETED)
             for f in sorted(ended, key=lambda f: f.result()[3]):   # in the order they ended
-                running.discard(f); on_end(*f.result()); start_next()
+                running.discard(f); on_end(*f.result()); start_ready()
     finally:   # normally nothing is left running here; interrupted, each worker stops its process and reaps it
         stopping.set()
         pool.shutdown(wait=True)

@@ -15,7 +15,7 @@ import numpy as np, torch
 from . import zoo
 from .core import ALONGSIDE_ENV, at_least_one, config_key, last_line, processes_at_once, usable_cores
 from .runtime import Runtime, cpu_bf16_native, process_env
-from .repro import RunSpec, Batch, execute_run, load_batch, parameter_errors, run_settings
+from .repro import RunSpec, Batch, Prerequisites, execute_run, load_batch, parameter_errors, run_settings
 from .profiles import PROFILES, Profile, get_profile, with_budget
 from .train.loop import CHECKPOINT, CHECKPOINT_MANIFEST
 from .train.methods import get_method
@@ -26,8 +26,8 @@ from .evaluation.experiment import with_replicates
 __all__ = ['FORWARDED_ENV', 'FIGURE_TRANSFORMS', 'DRY_SIZES', 'DRY_STEPS', 'ZooModel', 'zoo_models', 'batch_models',
            'profile_argument', 'parse_profile', 'rendezvous_port', 'TrainJob', 'main', 'make_executor',
            'train_zoo_models', 'relative_cost', 'train_log', 'training_outlook', 'still_to_train', 'steps_done',
-           'longest_first_minutes', 'train_in_parallel', 'DryRunError', 'dry_profile', 'dry_runtime', 'fabricated_root',
-           'dry_run']
+           'longest_first_minutes', 'train_in_parallel', 'training_jobs', 'runs_first', 'DryRunError', 'dry_profile',
+           'dry_runtime', 'fabricated_root', 'dry_run']
 
 # %% ../nbs/84_launch.ipynb #6b91a5bb
 @dataclass(frozen=True)
@@ -260,6 +260,42 @@ def train_in_parallel(batch: str | Batch | Sequence[ZooModel], workers: int = 2,
     machine, each in a process of its own with `threads` intra-op threads (default: the cores divided among the
     workers), the costliest first (`relative_cost`); wait; return the models trained. A failed process is named with
     its log (under `log_dir`, default a new temporary folder) and the others go on."""
+    todo, plan = _trainings(batch, workers, threads, log_dir, echo)
+    if plan.jobs:   # interrupted (Ctrl-C): no worker trains on unseen; each keeps its last checkpoint, resumed next time
+        processes_at_once(plan.jobs, min(workers, len(plan.jobs)), on_end=plan.on_end); plan.after()
+    return [m for m in todo if zoo.is_cached(m.name, m.profile, m.seed, m.data_root)]
+
+def training_jobs(batch: str | Batch | Sequence[ZooModel], workers: int = 2, threads: int | None = None,
+                  log_dir: str | os.PathLike | None = None, echo=print, runs_beside: int = 0) -> Prerequisites:
+    """The trainings `train_in_parallel` would run, as jobs that the runs of `batch` wait on in their pool
+    (`repro.Prerequisites`, for `run_batch(before=...)`): the same processes and logs; a run `needs` the trainings of the
+    zoo models it reads (`zoo_models`). In the order `runs_first` gives, so that runs land early without a long model
+    left for last. `runs_beside`: how many runs share the pool, so that each model records how many processes ran at
+    once (`workers` at most)."""
+    return _trainings(batch, workers, threads, log_dir, echo, runs_beside, by_runs=True)[1]
+
+def runs_first(batch: str | Batch, models: Sequence[ZooModel], workers: int = 2) -> list[ZooModel]:
+    """`models` (trainings a batch's runs wait on) in the order that lands runs soonest without lengthening the whole:
+    the `workers - 1` (at least one) with the most arithmetic left (`relative_cost` of the steps their checkpoints have
+    left) first, as `train_in_parallel` would start them, since a long model started late would end alone; then the
+    others by the runs they complete, the run needing the least training first, each run's models costliest first."""
+    left = {m: _arithmetic_left(m) for m in models}
+    order = sorted(models, key=left.get, reverse=True)[:max(1, workers - 1)]
+    batch = batch if isinstance(batch, Batch) else load_batch(batch)
+    wanted = {_training(m): m for m in models}
+    asks = [[wanted[t] for z in zoo_models(r) if (t := _training(z)) in wanted] for r in batch.runs]
+    for ms in sorted(asks, key=lambda ms: sum(left[m] for m in set(ms) - set(order))):
+        order += [m for m in sorted(dict.fromkeys(ms), key=left.get, reverse=True) if m not in order]
+    return order + [m for m in sorted(models, key=left.get, reverse=True) if m not in order]
+
+def _arithmetic_left(m: ZooModel) -> float:
+    "`relative_cost` of the steps `m`'s training checkpoint has left (`steps_done`)."
+    steps = getattr(zoo.model_config(m.name, m.profile, m.seed), "steps", None)
+    return relative_cost(m) * (max(0.0, 1 - steps_done(m) / steps) if steps else 1.0)
+
+def _trainings(batch, workers, threads, log_dir, echo, runs_beside: int = 0, by_runs: bool = False) -> tuple[list[ZooModel], Prerequisites]:
+    """(the models the cache lacks, the jobs that train them): what `train_in_parallel` and `training_jobs` share; the
+    costliest first, or `by_runs` in the order `runs_first` gives."""
     at_least_one(workers, "train workers")
     threads = threads or max(1, usable_cores() // workers)
     models = batch_models(batch) if isinstance(batch, (str, Batch)) else list(batch)
@@ -268,26 +304,28 @@ def train_in_parallel(batch: str | Batch | Sequence[ZooModel], workers: int = 2,
     for m in todo:
         if not trains(m): zoo.get(m.name, m.profile, m.seed, m.data_root, progress=False)   # nothing to fit: written here
     jobs = sorted(filter(trains, todo), key=relative_cost, reverse=True)
-    if not jobs: return todo
+    if not jobs: return todo, Prerequisites([], lambda run: set(), lambda *ended: None)
+    if by_runs and isinstance(batch, (str, Batch)): jobs = runs_first(batch, jobs, workers)
     log_dir = Path(log_dir) if log_dir else Path(tempfile.mkdtemp(prefix="invariances-train-"))
     log_dir.mkdir(parents=True, exist_ok=True)
-    at_once = min(workers, len(jobs))
+    at_once = min(workers, len(jobs) + runs_beside)
     # each worker's training path is the machine's measured choice for its thread count (`Runtime.detect`: the first
     # worker measures it under a file lock while the others wait, then they read it)
     env = os.environ | process_env() | {"OMP_NUM_THREADS": str(threads), ALONGSIDE_ENV: str(at_once)}
     echo(f"training {len(jobs)} zoo model(s), {at_once} at once with {threads} thread(s) each; logs in {log_dir}"
-         + (f"\n  {outlook}" if (outlook := training_outlook(jobs, at_once)) else ""))
+         + (f"\n  {outlook}" if (outlook := training_outlook(jobs, min(at_once, len(jobs)))) else ""))
 
     logs = {m: train_log(log_dir, m) for m in jobs}
     failed, started = [], time.perf_counter()
     def ended(m, code, t0, t1):
         if code == 0: echo(f"{m}: trained in {(t1 - t0) / 60:.1f} min"); return
         failed.append(f"{m}: its process exited with status {code}: {last_line(logs[m])}; its log: {logs[m]}")
-    # interrupted (Ctrl-C): no worker trains on unseen; each keeps its last checkpoint, resumed next time
-    processes_at_once([(m, _train_command(m), env, logs[m]) for m in jobs], at_once, on_end=ended)
-    echo(f"{len(jobs) - len(failed)} of {len(jobs)} zoo model(s) trained in {(time.perf_counter() - started) / 60:.1f} min")
-    for f in failed: echo(f"not trained: {f}")
-    return [m for m in todo if zoo.is_cached(m.name, m.profile, m.seed, m.data_root)]
+    def after():
+        echo(f"{len(jobs) - len(failed)} of {len(jobs)} zoo model(s) trained in {(time.perf_counter() - started) / 60:.1f} min")
+        for f in failed: echo(f"not trained: {f}")
+    by_training = {_training(m): m for m in jobs}   # a run's models, matched as `batch_models` merges them
+    def needs(run: RunSpec) -> set: return {by_training[t] for m in zoo_models(run) if (t := _training(m)) in by_training}
+    return todo, Prerequisites([(m, _train_command(m), env, logs[m]) for m in jobs], needs, ended, after)
 
 
 # %% ../nbs/84_launch.ipynb #e9788a69

@@ -9,7 +9,7 @@ import ast, contextlib, fcntl, functools, hashlib, json, logging, math, os, re, 
 import traceback, warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Mapping, TextIO
+from typing import Any, Callable, Mapping, TextIO
 
 import nbformat
 import yaml
@@ -25,7 +25,7 @@ __all__ = ['BATCH_KEYS', 'RUN_KEYS', 'BATCH_MODELS', 'PROGRESS_FILE', 'PROGRESS_
            'type_allows', 'check_parameters', 'parameter_errors', 'run_settings', 'data_digests', 'missing_data',
            'run_key', 'stale_data', 'RunResult', 'failed_folder', 'remove_folder', 'replace_folder', 'clean_leftovers',
            'progress_text', 'LiveLine', 'live_line', 'watch_progress', 'kernel_manager_class', 'execute_run',
-           'read_status', 'summary_markdown', 'run_batch', 'execute_at_once', 'main']
+           'read_status', 'summary_markdown', 'run_batch', 'Prerequisites', 'execute_at_once', 'main']
 
 # %% ../nbs/80_repro.ipynb #a9b9468f
 def project_root(start: str | os.PathLike | None = None) -> Path:
@@ -498,13 +498,17 @@ def summary_markdown(batch: Batch, results: list[RunResult]) -> str:
 
 def run_batch(batch: str | Batch, only: list[str] | None = None, force: bool = False, out: Path | None = None,
               root: Path | None = None, kernel_name: str | None = "python3", timeout: int | None = None,
-              echo=print, progress: bool | TextIO | None = True, workers: int = 1) -> list[RunResult]:
+              echo=print, progress: bool | TextIO | None = True, workers: int = 1,
+              before: Callable[[list[RunSpec]], Prerequisites] | None = None) -> list[RunResult]:
     """Check every run, then run (or skip, when unchanged) each; keep `status.json` and `SUMMARY.md`; return the results.
     `echo` prints one line per run; `progress` shows what a running notebook reports as one live line (`live_line`:
     `True` on standard output, quiet under `CI=true`; or a stream; or `False`). `workers` > 1: the runs to execute
     go that many at once, each in a process of its own with the cores divided among them (`execute_at_once`; no live
-    line), and each one's `seconds` is its share of the machine."""
+    line), and each one's `seconds` is its share of the machine. `before(runs)`: the jobs the runs to execute wait on
+    (`Prerequisites`, the trainings of the zoo models they read), run in the same pool, each run starting as soon as
+    its own have ended; only with `workers` > 1."""
     at_least_one(workers, "run workers")
+    if before is not None and workers == 1: raise ValueError("run_batch: jobs to run before the runs (`before`) need workers > 1")
     live = live_line(progress) if workers == 1 else None
     root = root or project_root()
     batch = batch if isinstance(batch, Batch) else load_batch(batch, root)
@@ -561,7 +565,8 @@ def run_batch(batch: str | Batch, only: list[str] | None = None, force: bool = F
             spent = 0.0 if r.status == "skipped" else r.seconds   # status.json: the time this invocation spent
             results.append(r); record(run.name, _entry(r.status, r.key, r.message, spent, r.folder))
         def executed(r: RunResult): results.append(r); record(r.name, _entry(r.status, r.key, r.message, r.seconds, r.folder))
-        execute_at_once(queued, workers, batch, root, out, executed, kernel_name, timeout, echo)
+        prerequisites = before([run for _, run, *_ in queued]) if before is not None and queued else None
+        execute_at_once(queued, workers, batch, root, out, executed, kernel_name, timeout, echo, prerequisites)
         order = [r.name for r in runs]; results.sort(key=lambda r: order.index(r.name))   # the batch's order, however they ended
         write_json(out / STATUS, status)
     finally:
@@ -573,19 +578,38 @@ def run_batch(batch: str | Batch, only: list[str] | None = None, force: bool = F
 # %% ../nbs/80_repro.ipynb #02d96164
 RUN_LOGS = "run-logs"   # in the batch folder: the output of each run's process when runs execute several at once
 
+@dataclass
+class Prerequisites:
+    """Jobs that a batch's runs wait on, run in the same pool as the runs (`execute_at_once`): `jobs`, each
+    `(key, command, env, log)` as `core.processes_at_once` takes them, in the order to start them; `needs(run)`, the
+    keys of the jobs whose output `run` reads; `on_end(key, returncode, started, ended)`, called as each ends; `after()`,
+    once all have ended. `launch.training_jobs` makes them: the trainings of the zoo models the runs read."""
+    jobs: list[tuple]
+    needs: Callable[[RunSpec], set]
+    on_end: Callable[[Any, int | None, float, float], None]
+    after: Callable[[], None] = lambda: None
+
 def execute_at_once(jobs: list[tuple], workers: int, batch: Batch, root: Path, out: Path,
                     on_result: Callable[[RunResult], None], kernel_name: str | None = "python3", timeout: int | None = None,
-                    echo=print) -> None:
+                    echo=print, before: Prerequisites | None = None) -> None:
     """Execute `jobs` (`(tag, run, key, data, run_dir)`, as `run_batch` queues them) `workers` at once, each by
     `execute_run` in a process of its own (`main`, below); pass each one's `RunResult` to `on_result` as it ends, its
-    `seconds` its share of the machine (also written as `share_s` into its provenance)."""
+    `seconds` its share of the machine (also written as `share_s` into its provenance). `before`: jobs run in the same
+    pool, a run starting once those it `needs` have ended (succeeded or not: a run whose model failed to train trains
+    it in its kernel, as a single runner does), and before any other job that is ready, so its result lands early."""
     if not jobs: return
     logs = out / RUN_LOGS; logs.mkdir(parents=True, exist_ok=True)
     threads = max(1, usable_cores() // workers)
+    first = [(("before", k), *rest) for k, *rest in (before.jobs if before else [])]   # keys apart from the runs' names
+    pending = {k for k, *_ in first}
+    needs = {run.name: {("before", k) for k in before.needs(run)} & pending for _, run, *_ in jobs} if before else {}
+    at_once = min(workers, len(jobs) + len(first))
     # what a run makes records how many ran at once (`core.processes_alongside`), so that a later run that reads it
     # counts its share of the machine, as this one counts its own (`overlap_shares`)
-    env = os.environ | {"OMP_NUM_THREADS": str(threads), ALONGSIDE_ENV: str(min(workers, len(jobs)))}
-    echo(f"executing {len(jobs)} run(s), {min(workers, len(jobs))} at once with {threads} thread(s) each; their processes' output in {logs}")
+    env = os.environ | {"OMP_NUM_THREADS": str(threads), ALONGSIDE_ENV: str(at_once)}
+    echo(f"executing {len(jobs)} run(s), {at_once} at once with {threads} thread(s) each"
+         + (f", each as soon as the {len(first)} job(s) before them that it waits on have ended" if first else "")
+         + f"; their processes' output in {logs}")
     commands, tags = [], {}
     for tag, run, key, data, run_dir in jobs:
         spec = {"batch": str(batch.path), "root": str(root), "run": run.name, "run_dir": str(run_dir), "key": key,
@@ -594,10 +618,13 @@ def execute_at_once(jobs: list[tuple], workers: int, batch: Batch, root: Path, o
         commands.append((run.name, [sys.executable, "-m", "invariances.repro", "execute", str(logs / f"{run.name}.json")],
                          env, logs / f"{run.name}.log"))
         tags[run.name] = tag
-    started, ended = {}, {}
-    def on_start(name, t): started[name] = t; echo(f"{tags[name]}: running")
+    started, ended = {}, {}   # every job's, the runs' and those before them: all share the machine
+    def on_start(name, t):
+        started[name] = t
+        if name in tags: echo(f"{tags[name]}: running")
     def on_end(name, code, t0, t1):
         ended[name] = t1
+        if name in pending: pending.discard(name); before.on_end(name[1], code, t0, t1); return
         # who ran beside it, up to its end (a snapshot: the worker threads add the processes they start)
         spans = {n: (s, ended.get(n, t1)) for n, s in list(started.items()) if s < t1} | {name: (t0, t1)}
         share = overlap_shares(list(spans.values()))[list(spans).index(name)]
@@ -616,7 +643,9 @@ def execute_at_once(jobs: list[tuple], workers: int, batch: Batch, root: Path, o
         echo(f"{tags[name]}: {r.status} in {wall:.1f} s (its process {t1 - t0:.1f} s, its share of the machine {share:.1f} s)"
              + (f": {r.message}; its files: {r.folder}" if r.message else ""))
         on_result(r)
-    processes_at_once(commands, workers, on_end, on_start)
+    # runs first: a free worker takes a run whose prerequisites have ended before the next job before them
+    processes_at_once(commands + first, workers, on_end, on_start, ready=lambda name: not (needs.get(name, set()) & pending))
+    if before is not None: before.after()
 
 def main(argv: list[str] | None = None) -> int:
     "`python -m invariances.repro execute SPEC`: one run of a batch by `execute_run`, as `execute_at_once` asks; its `RunResult` to the spec's `result` file."

@@ -127,3 +127,23 @@ def test_train_workers_train_the_models_first_and_the_cost_counts_their_share(tm
     cost = json.loads((out / "table2" / "cost.json").read_text())
     assert cost["train_s_in_run"] == {}                          # nothing trained in the run's kernel
     assert cost["train_s"]["moco-default"] == pytest.approx(zoo.training_record("moco-default", "smoke")["made_seconds"] / 2)   # what making it took, by its share
+
+
+@pytest.mark.slow
+def test_train_and_run_workers_share_one_pool(tmp_path, scratch_cache, monkeypatch, capsys):
+    """`--train-workers 2 --run-workers 2`: the trainings join the runs' pool. The run that reads no model starts at
+    once, beside the trainings; the Table 2 run starts only after its models are sealed, so its kernel trains nothing;
+    each model counts the two processes that shared the pool."""
+    from invariances.cli import main
+    monkeypatch.delenv("OMP_NUM_THREADS")
+    batch = _batch(tmp_path, {"check": ("runner_check.ipynb", {}),
+                              "table2": ("ericsson_table2.ipynb", {"models": ["random", "moco-default", "moco-spatial"],
+                                                                   "replicates": {}})}, profile="smoke")
+    out = tmp_path / "runs"
+    assert main([str(batch.path), "--train-workers", "2", "--run-workers", "2", "--out", str(out)]) == 0
+    said = capsys.readouterr().out.splitlines()
+    at = lambda text: next(i for i, l in enumerate(said) if text in l)
+    assert at("check: running") < at(": trained in") < at("table2: running"), said
+    for name in ("moco-default", "moco-spatial"):
+        assert zoo.training_record(name, "smoke")["trained_alongside"] == 2
+    assert json.loads((out / "table2" / "cost.json").read_text())["train_s_in_run"] == {}   # nothing trained in its kernel

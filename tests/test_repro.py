@@ -171,6 +171,32 @@ def test_run_workers_execute_side_by_side_and_count_their_share(project):
     assert (project / "repro" / "runs" / "b" / "run-logs" / "s1.log").is_file()
 
 
+def test_runs_and_the_jobs_they_wait_on_share_one_pool(project):
+    """`run_batch(before=...)` (what `--train-workers N --run-workers N` passes: the trainings of the models the runs
+    read): those jobs go in the runs' pool; a run that needs one starts only once it has ended, and reads what it made;
+    a run that needs none starts meanwhile, beside it, and counts the job in its share of the machine; runs that are
+    skipped ask for nothing."""
+    from invariances.repro import Prerequisites, run_batch
+    made = project / "made.txt"
+    notebook(project / "nbs" / "experiments" / "reads.ipynb", "n = 1",
+             f"assert open({str(made)!r}).read() == 'trained'\n" + WRITE)
+    batch(project, "b", [{"name": "reads", "notebook": "reads.ipynb"},
+                         {"name": "free", "notebook": "slow.ipynb", "parameters": {"wait_s": 3.0}}])
+    asked, ended = [], {}
+    def before(runs):
+        asked.append([r.name for r in runs])
+        model = ("model", [sys.executable, "-c", f"import time; time.sleep(6); open({str(made)!r}, 'w').write('trained')"],
+                 dict(os.environ), project / "model.log")
+        return Prerequisites([model], needs=lambda run: {"model"} if run.name == "reads" else set(),
+                             on_end=lambda key, code, t0, t1: ended.__setitem__(key, (code, t0, t1)))
+    results = run_batch("b", workers=2, before=before, progress=False)
+    assert {r.name: r.status for r in results} == {"reads": "ok", "free": "ok"}, [r.message for r in results]
+    assert asked == [["reads", "free"]] and ended["model"][0] == 0
+    free = json.loads((out(project, "b", "free") / "provenance.json").read_text())["runner"]
+    assert free["share_s"] < 0.9 * free["process_s"], free          # it ran beside the model's job, which counts
+    assert run_batch("b", workers=2, before=before, progress=False) and asked == [["reads", "free"]]   # both skipped
+    with pytest.raises(ValueError, match="need workers > 1"): run_batch("b", before=before, progress=False)
+
 LOOKS = ("from invariances.runs import RunDir\nfrom invariances.data.manifests import dataset_available, datasets_looked_up\n"
          "run = RunDir(params={'n': n})\nrun.json({'n': n, 'aloi': dataset_available('aloi')}, 'out')\n"
          "run.finish(data_looked_up=datasets_looked_up())")
