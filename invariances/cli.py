@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
         if only and (missing := sorted(set(only) - {r.name for r in batch.runs})):
             raise ValueError(f"--only: no run named {missing} in batch {batch.name!r}; it has {[r.name for r in batch.runs]}")
         if a.list:
-            print(list_runs(batch, Path(a.out or root / "repro" / "runs" / batch.name), only, root, a.train_workers)); return 0
+            print(list_runs(batch, Path(a.out or root / "repro" / "runs" / batch.name), only, root, a.train_workers, a.run_workers)); return 0
         if a.dry_run:
             seconds = dry_run(batch, only)
             print(f"dry run of batch {batch.name!r}: {len(seconds)} run(s) passed in {sum(seconds.values()):.0f} s"); return 0
@@ -125,11 +125,13 @@ def _chosen(batch, only: list[str] | None):
     "`batch` with the runs of `only` alone (all of them without it)."
     return dataclasses.replace(batch, runs=[r for r in batch.runs if not only or r.name in only])
 
-def list_runs(batch, out: Path, only: list[str] | None = None, root: Path | None = None, train_workers: int = 1) -> str:
+def list_runs(batch, out: Path, only: list[str] | None = None, root: Path | None = None, train_workers: int = 1,
+              run_workers: int = 1) -> str:
     """A table of `batch`'s runs (those of `only`): whether the run folder `out` holds a result, the last invocation's
     status (`status.json`), and the run's parameters in short; then where the committed report is, the zoo models they
     need that are still to train here, model by model (`launch.still_to_train`), and what that training should take,
-    `train_workers` at once (`launch.training_outlook`)."""
+    `train_workers` at once (`launch.training_outlook`); in the order the runs' pool trains them where `run_workers` is
+    the same number (`launch.runs_first`)."""
     last = read_status(out)
     rows = [{"run": r.name, "notebook": r.notebook.name,
              "here": "done" if (out / r.name / ".done.json").is_file() else "not run",
@@ -139,10 +141,11 @@ def list_runs(batch, out: Path, only: list[str] | None = None, root: Path | None
     tail = f"\nrun folder: {out}" + (f"\ncommitted report: {report.relative_to(report.parent.parent)} (what a batch run last built and "
                                      "committed; `here` is this machine's run folder)" if report.is_file() else "")
     models = batch_models(_chosen(batch, only))
+    pool = _chosen(batch, only) if train_workers > 1 and run_workers == train_workers else None   # trained as `main` would
     training = [{"zoo model still to train": str(t["model"]), "steps done": f"{t['done']:,} of {t['steps']:,}" if t["steps"] else "-",
-                 "minutes left here": f"{t['minutes']:,.0f}" if t["minutes"] is not None else "?"} for t in still_to_train(models)]
+                 "minutes left here": f"{t['minutes']:,.0f}" if t["minutes"] is not None else "?"} for t in still_to_train(models, pool, train_workers)]
     return (_columns(rows) + tail + "\n" + (_columns(training) + "\n" if training else "")
-            + (training_outlook(models, train_workers) or "zoo models: every one these runs train is in the cache here"))
+            + (training_outlook(models, train_workers, pool) or "zoo models: every one these runs train is in the cache here"))
 
 def _columns(rows: list[dict]) -> str:
     "`rows` of strings as a plain-text table: a header of their keys, each column as wide as its widest cell."

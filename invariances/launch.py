@@ -26,8 +26,8 @@ from .evaluation.experiment import with_replicates
 __all__ = ['FORWARDED_ENV', 'FIGURE_TRANSFORMS', 'DRY_SIZES', 'DRY_STEPS', 'ZooModel', 'zoo_models', 'batch_models',
            'profile_argument', 'parse_profile', 'rendezvous_port', 'TrainJob', 'main', 'make_executor',
            'train_zoo_models', 'relative_cost', 'train_log', 'training_outlook', 'still_to_train', 'steps_done',
-           'longest_first_minutes', 'train_in_parallel', 'training_jobs', 'runs_first', 'DryRunError', 'dry_profile',
-           'dry_runtime', 'fabricated_root', 'dry_run']
+           'longest_first_minutes', 'in_turn_minutes', 'train_in_parallel', 'training_jobs', 'runs_first',
+           'DryRunError', 'dry_profile', 'dry_runtime', 'fabricated_root', 'dry_run']
 
 # %% ../nbs/84_launch.ipynb #6b91a5bb
 @dataclass(frozen=True)
@@ -209,30 +209,35 @@ def train_log(log_dir: str | os.PathLike, model: ZooModel) -> Path:
     budget = f"-x{p.budget:g}" if p.budget != 1 else ""
     return Path(log_dir) / f"{model.name}-{p.name}{budget}-s{model.seed}-{zoo.model_key(model.name, p, model.seed, model.data_root)}.log"
 
-def training_outlook(models: Sequence[ZooModel], workers: int = 1) -> str:
+def training_outlook(models: Sequence[ZooModel], workers: int = 1, runs: str | Batch | None = None) -> str:
     """In words, what training the `models` that the cache lacks should take here: how many, and their minutes at the
     speed the models already on this machine trained (`zoo.training_estimate`), the longest apart (no number of workers
     shortens it), and with `workers` > 1 the wall time of those minutes `workers` at once, the longest first
-    (`longest_first_minutes`); a model with a training checkpoint counts the steps it has left (`steps_done`). '' when
+    (`longest_first_minutes`), or with `runs` (a batch whose runs share the trainings' pool) in the order `runs_first`
+    gives (`in_turn_minutes`); a model with a training checkpoint counts the steps it has left (`steps_done`). '' when
     every one that trains is cached."""
     trains = [m for m in models if get_method(zoo.get_model(m.name).method).trains]
-    todo = still_to_train(trains)
+    todo = still_to_train(trains, runs, workers)
     if not todo: return ""
     minutes = [t["minutes"] for t in todo if t["minutes"] is not None]
     resumed = sum(t["done"] > 0 for t in todo)
     text = f"{len(todo)} of {len(trains)} zoo models still to train here" + (f" ({resumed} resumed from a checkpoint)" if resumed else "")
     if minutes: text += f": about {sum(minutes):,.0f} model-minutes at the speed the models here trained (the longest {max(minutes):,.0f})"
-    if workers > 1 and len(minutes) > 1: text += f", about {longest_first_minutes(minutes, workers):,.0f} min of wall time {workers} at once"
+    if workers > 1 and len(minutes) > 1:
+        wall = in_turn_minutes(minutes, workers) if runs is not None else longest_first_minutes(minutes, workers)
+        text += f", about {wall:,.0f} min of wall time {workers} at once" + (" in the order that lets runs start early" if runs is not None else "")
     if len(minutes) < len(todo): text += f"; {len(todo) - len(minutes)} with no model of its method and width trained or training here to go by"
     return text
 
-def still_to_train(models: Sequence[ZooModel]) -> list[dict]:
+def still_to_train(models: Sequence[ZooModel], runs: str | Batch | None = None, workers: int = 2) -> list[dict]:
     """The `models` that train and that the cache lacks, the costliest first (`relative_cost`: the order
-    `train_in_parallel` starts them), each as `{model, steps, done, minutes}`: its steps, the step its checkpoint stands at
+    `train_in_parallel` starts them), or with `runs` (a batch whose runs share the trainings' pool, `workers` at once) in
+    the order `runs_first` gives, each as `{model, steps, done, minutes}`: its steps, the step its checkpoint stands at
     (`steps_done`), and the minutes its steps left should take here (`zoo.training_estimate`, None with nothing to go by;
     the logs of the models under way count for those of their shapes on a machine with none sealed)."""
     todo = sorted((m for m in models if get_method(zoo.get_model(m.name).method).trains
                    and not zoo.is_cached(m.name, m.profile, m.seed, m.data_root)), key=relative_cost, reverse=True)
+    if runs is not None and todo: todo = runs_first(runs, todo, workers)
     rows = [{"model": m, "steps": getattr(zoo.model_config(m.name, m.profile, m.seed), "steps", None), "done": steps_done(m)}
             for m in todo]
     under_way = [(r["model"].name, r["model"].profile, r["model"].seed) for r in rows if r["done"] > 0]
@@ -249,9 +254,13 @@ def steps_done(model: ZooModel) -> int:
 def longest_first_minutes(minutes: Sequence[float], workers: int) -> float:
     """The wall minutes that jobs of `minutes` take `workers` at once, each worker taking the longest job left when it
     is free (as `train_in_parallel` starts the costliest first): the most any worker is given."""
+    return in_turn_minutes(sorted(minutes, reverse=True), workers)
+
+def in_turn_minutes(minutes: Sequence[float], workers: int) -> float:
+    "The wall minutes that jobs of `minutes` take `workers` at once, in the order given, each to the worker free first."
     at_least_one(workers, "workers")
     given = [0.0] * workers
-    for m in sorted(minutes, reverse=True): given[given.index(min(given))] += m
+    for m in minutes: given[given.index(min(given))] += m
     return max(given)
 
 def train_in_parallel(batch: str | Batch | Sequence[ZooModel], workers: int = 2, threads: int | None = None,
@@ -313,7 +322,7 @@ def _trainings(batch, workers, threads, log_dir, echo, runs_beside: int = 0, by_
     # worker measures it under a file lock while the others wait, then they read it)
     env = os.environ | process_env() | {"OMP_NUM_THREADS": str(threads), ALONGSIDE_ENV: str(at_once)}
     echo(f"training {len(jobs)} zoo model(s), {at_once} at once with {threads} thread(s) each; logs in {log_dir}"
-         + (f"\n  {outlook}" if (outlook := training_outlook(jobs, min(at_once, len(jobs)))) else ""))
+         + (f"\n  {outlook}" if (outlook := training_outlook(jobs, min(at_once, len(jobs)), batch if by_runs and isinstance(batch, (str, Batch)) else None)) else ""))
 
     logs = {m: train_log(log_dir, m) for m in jobs}
     failed, started = [], time.perf_counter()
