@@ -287,14 +287,17 @@ def runs_first(batch: str | Batch, models: Sequence[ZooModel], workers: int = 2)
     """`models` (trainings a batch's runs wait on) in the order that lands runs soonest without lengthening the whole:
     the `workers - 1` (at least one) with the most arithmetic left (`relative_cost` of the steps their checkpoints have
     left) first, as `train_in_parallel` would start them, since a long model started late would end alone; then the
-    others by the runs they complete, the run needing the least training first, each run's models costliest first."""
+    others by the runs they complete: next the run that needs the least training beyond the models already placed,
+    its models costliest first (so a run sharing most of its models with one before it follows close behind)."""
     left = {m: _arithmetic_left(m) for m in models}
     order = sorted(models, key=left.get, reverse=True)[:max(1, workers - 1)]
     batch = batch if isinstance(batch, Batch) else load_batch(batch)
     wanted = {_training(m): m for m in models}
     asks = [[wanted[t] for z in zoo_models(r) if (t := _training(z)) in wanted] for r in batch.runs]
-    for ms in sorted(asks, key=lambda ms: sum(left[m] for m in set(ms) - set(order))):
-        order += [m for m in sorted(dict.fromkeys(ms), key=left.get, reverse=True) if m not in order]
+    placed = set(order)
+    while asks:
+        ms = min(asks, key=lambda ms: sum(left[m] for m in set(ms) - placed)); asks.remove(ms)
+        order += [m for m in sorted(dict.fromkeys(ms), key=left.get, reverse=True) if m not in placed]; placed.update(ms)
     return order + [m for m in sorted(models, key=left.get, reverse=True) if m not in order]
 
 def _arithmetic_left(m: ZooModel) -> float:
