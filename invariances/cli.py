@@ -5,21 +5,22 @@
 # %% ../nbs/82_cli.ipynb #1a73d166
 from __future__ import annotations
 
-import argparse, dataclasses, json, os, re, sys
+import argparse, dataclasses, json, os, re, sys, time
 from pathlib import Path
+from typing import Any, Callable, Sequence
 
 import nbformat
 
 from . import __version__
 from .core import at_least_one, write_text
-from .repro import load_batch, project_root, read_status, run_batch, summary_markdown
+from .repro import RunResult, load_batch, project_root, read_status, run_batch, summary_markdown
 from .report import build_report, report_path
 from .launch import (batch_models, dry_run, make_executor, still_to_train, train_in_parallel, train_zoo_models,
                                 training_jobs, training_outlook)
 
 # %% auto #0
-__all__ = ['EXAMPLES', 'DOCS', 'batch_names', 'main', 'list_runs', 'notebook_markdown', 'readme_from_index', 'stale_docs',
-           'write_docs']
+__all__ = ['EXAMPLES', 'REPORT_EVERY_S', 'DOCS', 'batch_names', 'main', 'list_runs', 'reports_as_runs_land', 'notebook_markdown',
+           'readme_from_index', 'stale_docs', 'write_docs']
 
 # %% ../nbs/82_cli.ipynb #f7de5718
 EXAMPLES = """examples:
@@ -104,9 +105,13 @@ def main(argv: list[str] | None = None) -> int:
             train_zoo_models(chosen, executor, a.processes_per_node or max(1, a.gpus_per_node), a.nodes)
         trainings = (lambda runs: training_jobs(_chosen(batch, [r.name for r in runs]), a.train_workers, log_dir=out / "train-logs",
                                                 runs_beside=len(runs))) if in_pool else None
-        results = run_batch(batch, only, a.force, a.out, root, timeout=a.timeout, workers=a.run_workers, before=trainings)
-        text = build_report(str(batch.path), root, out / "REPORT.md", runs_dir=out)   # the path: a batch file outside repro/batches too
-        if a.report: build_report(str(batch.path), root, Path(a.report), runs_dir=out)   # its figures are copied beside it
+        def write_reports(pending=()):   # the path: a batch file outside repro/batches too; --report's figures go beside it
+            for path in [out / "REPORT.md"] + ([Path(a.report)] if a.report else []):
+                build_report(str(batch.path), root, path, runs_dir=out, pending=pending)
+        landing = reports_as_runs_land(write_reports, [r.name for r in chosen.runs])
+        results = run_batch(batch, only, a.force, a.out, root, timeout=a.timeout, workers=a.run_workers, before=trainings,
+                            on_result=landing)
+        write_reports()
     except (FileNotFoundError, ValueError, RuntimeError) as e:   # DryRunError included
         print(f"invariances-repro: error: {e}", file=sys.stderr); return 2
     except KeyboardInterrupt:   # the workers have stopped their processes; what finished is sealed
@@ -152,6 +157,28 @@ def _columns(rows: list[dict]) -> str:
     widths = {k: max(len(k), *(len(r[k]) for r in rows)) for k in rows[0]}
     return "\n".join("  ".join(f"{r[k]:<{w}}" for k, w in widths.items()).rstrip() for r in [dict(zip(widths, widths))] + rows)
 
+
+# %% ../nbs/82_cli.ipynb #6079ba51
+REPORT_EVERY_S = 20 * 60   # while a batch runs, its report is written again at most this often
+
+def reports_as_runs_land(write: Callable[[list[str]], Any], names: Sequence[str], every_s: float | None = None,
+                         clock: Callable[[], float] = time.monotonic, echo=print) -> Callable[[RunResult], None]:
+    """`run_batch`'s `on_result` that writes the report while the batch runs: `write(pending)` when a run this invocation
+    executed lands, `every_s` (default `REPORT_EVERY_S`) or more after the start or the last write, `pending` being the
+    runs of `names` that have not landed (none left: the report written at the end follows, so nothing is written)."""
+    landed, last = set(), clock()
+    def on_result(r: RunResult):
+        nonlocal last
+        landed.add(r.name)
+        pending = [n for n in names if n not in landed]
+        wait_s = REPORT_EVERY_S if every_s is None else every_s
+        if r.status in ("skipped", "refused") or not pending or clock() - last < wait_s: return
+        last = clock()
+        try: write(pending)
+        except Exception as e:   # the runs go on; the report written at the end will say what is wrong, or be right
+            echo(f"the report so far was not written ({type(e).__name__}: {e}); the batch goes on"); return
+        echo(f"the report so far: {len(names) - len(pending)} of {len(names)} runs landed")
+    return on_result
 
 # %% ../nbs/82_cli.ipynb #a13cef6c
 DOCS = {"index.ipynb": "README.md", "architecture.ipynb": "ARCHITECTURE.md"}   # nbs/<notebook> -> <page> at the root

@@ -782,8 +782,9 @@ def _shown_path(path: Path, root: Path) -> str:
     except ValueError: return str(path)
 
 def build_report(batch: str, root: str | os.PathLike | None = None, out: str | os.PathLike | None = None,
-                 runs_dir: str | os.PathLike | None = None) -> Report:
-    "Write the report of `batch`'s runs (in `runs_dir`, default `repro/runs/<batch>`) to `out`, or beside it when nothing was computed."
+                 runs_dir: str | os.PathLike | None = None, pending: Sequence[str] = ()) -> Report:
+    """Write the report of `batch`'s runs (in `runs_dir`, default `repro/runs/<batch>`) to `out`, or beside it when nothing
+    was computed. `pending`: the runs that the invocation writing it while it runs has yet to finish (its head says so)."""
     root = Path(root) if root else project_root()
     b = load_batch(batch, root)
     runs_dir = Path(runs_dir) if runs_dir else root / "repro" / "runs" / b.name
@@ -792,6 +793,7 @@ def build_report(batch: str, root: str | os.PathLike | None = None, out: str | o
     comps = (yaml.safe_load((root / "repro" / "comparisons.yaml").read_text()) if (root / "repro" / "comparisons.yaml").is_file() else None) or []
     board = load_scoreboard(root / "repro" / "scoreboard.yaml") if (root / "repro" / "scoreboard.yaml").is_file() else []
     names = [r.name for r in b.runs]
+    if unknown := [n for n in pending if n not in names]: raise ValueError(f"pending: no run named {unknown} in batch {b.name!r}")
     states = run_states(names, runs_dir)
     usable = [n for n in names if states[n].usable]
     computed = bool(usable)
@@ -799,6 +801,10 @@ def build_report(batch: str, root: str | os.PathLike | None = None, out: str | o
             f"Generated {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC by `invariances-repro {b.name}`. "
             "Every number below was computed by the batch; none is typed in. Only runs that finished, with the result the "
             "batch vouched for, show numbers.", ""]
+    if pending:
+        head += [f"**Written while the batch ran**: {len(pending)} of its {len(names)} runs had not finished "
+                 f"({', '.join(f'`{n}`' for n in pending)}) and show as not run; the batch writes this report again as more "
+                 "runs land, and when it ends.", ""]
     for profile in dict.fromkeys(r.parameters["profile"] for r in b.runs if isinstance(r.parameters.get("profile"), str)):
         head += [f"The `{profile}` profile's MoCo recipe: {MocoConfig.RECIPE_SOURCES.get(profile, 'where it was chosen is not recorded')} "
                  "(`MocoConfig.RECIPE_SOURCES`).", ""]

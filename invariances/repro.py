@@ -499,14 +499,16 @@ def summary_markdown(batch: Batch, results: list[RunResult]) -> str:
 def run_batch(batch: str | Batch, only: list[str] | None = None, force: bool = False, out: Path | None = None,
               root: Path | None = None, kernel_name: str | None = "python3", timeout: int | None = None,
               echo=print, progress: bool | TextIO | None = True, workers: int = 1,
-              before: Callable[[list[RunSpec]], Prerequisites] | None = None) -> list[RunResult]:
+              before: Callable[[list[RunSpec]], Prerequisites] | None = None,
+              on_result: Callable[[RunResult], None] | None = None) -> list[RunResult]:
     """Check every run, then run (or skip, when unchanged) each; keep `status.json` and `SUMMARY.md`; return the results.
     `echo` prints one line per run; `progress` shows what a running notebook reports as one live line (`live_line`:
     `True` on standard output, quiet under `CI=true`; or a stream; or `False`). `workers` > 1: the runs to execute
     go that many at once, each in a process of its own with the cores divided among them (`execute_at_once`; no live
     line), and each one's `seconds` is its share of the machine. `before(runs)`: the jobs the runs to execute wait on
     (`Prerequisites`, the trainings of the zoo models they read), run in the same pool, each run starting as soon as
-    its own have ended; only with `workers` > 1."""
+    its own have ended; only with `workers` > 1. `on_result(result)`: called as each run's result (a skip or a refusal
+    too) is in `status.json`, in the order they land (`invariances-repro` rewrites the report from it as they do)."""
     at_least_one(workers, "run workers")
     if before is not None and workers == 1: raise ValueError("run_batch: jobs to run before the runs (`before`) need workers > 1")
     live = live_line(progress) if workers == 1 else None
@@ -525,8 +527,10 @@ def run_batch(batch: str | Batch, only: list[str] | None = None, force: bool = F
     # a run left out by `only` keeps its earlier result, but this invocation spent no time on it
     status = {r.name: _entry("not-run") if r.name in only_names else {**previous.get(r.name, _entry("not-run")), "seconds": 0.0}
               for r in batch.runs}
-    def record(name, entry): status[name] = entry; write_json(out / STATUS, status)
     results = []
+    def land(r: RunResult, spent: float = 0.0):   # a run's result: in `results`, in status.json, then to `on_result`
+        results.append(r); status[r.name] = _entry(r.status, r.key, r.message, spent, r.folder); write_json(out / STATUS, status)
+        if on_result is not None: on_result(r)
     try:
         for line in clean_leftovers(out): echo(f"left by a killed runner: {line}")
         write_json(out / STATUS, status)        # from now on, a run this invocation has not finished is `not-run`
@@ -541,7 +545,7 @@ def run_batch(batch: str | Batch, only: list[str] | None = None, force: bool = F
             tag = f"[{i}/{len(runs)}] {run.name}"
             if run.name in no_data:
                 r = RunResult(run.name, "refused", message=no_data[run.name])
-                results.append(r); record(run.name, _entry("refused", message=r.message)); echo(f"{tag}: refused: {r.message}")
+                echo(f"{tag}: refused: {r.message}"); land(r)
                 continue
             data = data_digests(run.data)
             key, run_dir = run_key(run, lib, data), out / run.name
@@ -563,10 +567,9 @@ def run_batch(batch: str | Batch, only: list[str] | None = None, force: bool = F
                     if live is not None: live.clear()
                 echo(f"{tag}: {r.status} in {r.seconds:.1f} s" + (f": {r.message}; its files: {r.folder}" if r.message else ""))
             spent = 0.0 if r.status == "skipped" else r.seconds   # status.json: the time this invocation spent
-            results.append(r); record(run.name, _entry(r.status, r.key, r.message, spent, r.folder))
-        def executed(r: RunResult): results.append(r); record(r.name, _entry(r.status, r.key, r.message, r.seconds, r.folder))
+            land(r, spent)
         prerequisites = before([run for _, run, *_ in queued]) if before is not None and queued else None
-        execute_at_once(queued, workers, batch, root, out, executed, kernel_name, timeout, echo, prerequisites)
+        execute_at_once(queued, workers, batch, root, out, lambda r: land(r, r.seconds), kernel_name, timeout, echo, prerequisites)
         order = [r.name for r in runs]; results.sort(key=lambda r: order.index(r.name))   # the batch's order, however they ended
         write_json(out / STATUS, status)
     finally:

@@ -141,6 +141,22 @@ def test_build_report_from_run_folders(tmp_path):
     assert "12.5 min when they were computed, 10.0 of them training zoo models" in text and "from scratch costs about 12 min" in text
 
 
+def test_a_report_written_while_the_batch_runs_names_the_runs_to_come(tmp_path):
+    """What `invariances-repro` writes as runs land (`pending`: the runs not finished yet): the finished run's numbers,
+    and in its head the runs still to come; the report written at the end has no such line. A name the batch does not
+    have is refused."""
+    from invariances.report import build_report
+    root = _project(tmp_path, runs=("ericsson-table2", "ericsson-table3"))
+    _table2_folder(root / "repro/runs/t" / "ericsson-table2")
+    _status(root / "repro/runs/t", **{"ericsson-table2": ("ok", "k1", ""), "ericsson-table3": ("not-run", None, "")})
+    text = build_report("t", root, root / "REPORT.md", pending=["ericsson-table3"]).text
+    assert "**Written while the batch ran**: 1 of its 2 runs had not finished (`ericsson-table3`)" in text, text[:2000]
+    assert "| ericsson-table2 | ericsson_table2.ipynb | ok |" in text and "| ericsson-table3 | ericsson_table3.ipynb | not-run |" in text
+    assert "Written while the batch ran" not in build_report("t", root, root / "REPORT.md").text
+    with pytest.raises(ValueError, match=r"pending: no run named \['nosuch'\] in batch 't'"):
+        build_report("t", root, root / "REPORT.md", pending=["nosuch"])
+
+
 def test_models_shared_by_runs_count_once_in_the_cost_from_scratch(tmp_path):
     """Two runs that use the same zoo model (Tables 2 and 3 both measure moco-default, trained once, 10 min): the batch
     from scratch costs the runs' wall time (2.5 min each, the model loaded from the cache) plus 10 min, not 20."""

@@ -72,6 +72,20 @@ def test_failing_run_does_not_stop_batch(project, capsys):
     assert prov["params"] == {"n": 7} and prov["runner"]["status"] == "ok"
 
 
+def test_each_result_is_passed_on_as_it_lands(project):
+    """`run_batch(on_result=...)` (what writes the report as runs land): each run's result, a failure and a skip too, in
+    the order they land, once status.json holds it, since that is what a report written then reads."""
+    from invariances.repro import run_batch
+    batch(project, "b", [{"name": "f", "notebook": "fail.ipynb"}, {"name": "ok", "notebook": "ok.ipynb"}])
+    status = lambda: json.loads((project / "repro" / "runs" / "b" / "status.json").read_text())
+    seen = []
+    def on_result(r): seen.append((r.name, r.status, status()[r.name]["status"]))
+    run_batch("b", progress=False, on_result=on_result)
+    assert seen == [("f", "failed", "failed"), ("ok", "ok", "ok")]
+    seen.clear(); run_batch("b", only=["ok"], progress=False, on_result=on_result)
+    assert seen == [("ok", "skipped", "skipped")]
+
+
 def test_skips_unchanged_and_reruns_changed(project, capsys):
     batch(project, "b", [{"name": "ok", "notebook": "ok.ipynb"}])
     assert main(["b"]) == 0
@@ -169,6 +183,32 @@ def test_run_workers_execute_side_by_side_and_count_their_share(project):
     rows = [l.split("|")[1].strip() for l in summary.splitlines() if l.startswith("| ") and "|---" not in l][1:]
     assert rows == ["s1", "s2", "f", "ok"]                                  # the batch's order, however they ended
     assert (project / "repro" / "runs" / "b" / "run-logs" / "s1.log").is_file()
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_the_report_lands_while_the_batch_runs(project, monkeypatch, workers):
+    """As a run lands, the runner writes the report again (`cli.reports_as_runs_land`; here with no wait between writes),
+    into the run folder and to --report's path: a run still to come reads there the run that finished before it, and
+    its own name as not finished yet; the report written at the end has both runs and no such line. In turn, and two
+    at once (the reader waits for the report)."""
+    import invariances.cli as cli
+    monkeypatch.setattr(cli, "REPORT_EVERY_S", 0)
+    reports = [project / "repro" / "runs" / "b" / "REPORT.md", project / "repro" / "REPORT-b.md"]
+    notebook(project / "nbs" / "experiments" / "reads.ipynb", "n = 1\nreports = []",
+             "import pathlib, time\npaths, t = [pathlib.Path(r) for r in reports], time.time()\n"
+             "while not all(p.is_file() for p in paths) and time.time() - t < 120: time.sleep(0.2)\n"
+             "from invariances.runs import RunDir\nrun = RunDir(params={'n': n})\n"
+             "run.json({'seen': [p.read_text() if p.is_file() else '' for p in paths]}, 'out')\nrun.finish()")
+    batch(project, "b", [{"name": "first", "notebook": "ok.ipynb"},
+                         {"name": "second", "notebook": "reads.ipynb", "parameters": {"reports": [str(r) for r in reports]}}])
+    assert main(["b", "--run-workers", str(workers), "--report", str(reports[1])]) == 0
+    seen = json.loads((out(project, "b", "second") / "out.json").read_text())["seen"]
+    for text in seen:
+        assert "**Written while the batch ran**: 1 of its 2 runs had not finished (`second`)" in text, text[:1500]
+        assert "| first | ok.ipynb | ok |" in text and "| second | reads.ipynb | not-run |" in text
+    for path in reports:
+        text = path.read_text()
+        assert "Written while the batch ran" not in text and "| second | reads.ipynb | ok |" in text
 
 
 def test_runs_and_the_jobs_they_wait_on_share_one_pool(project):
