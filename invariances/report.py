@@ -390,7 +390,7 @@ def rebuild_table(root: str | os.PathLike | None = None) -> str:
             if r.get("run") and r["run"] not in held:
                 raise ValueError(f"{path}: {p['paper']} {r['name']}: run {r['run']!r} is in no batch ({', '.join(batches)})")
             by = [b for b, runs in batches.items() if r.get("run") in runs]
-            ran = [b for b in by if reported[b].get(r["run"]) == "ok"]
+            ran = [b for b in by if reported[b].get(r["run"]) in USABLE]   # skipped: computed earlier, still current
             status = "; ".join(x for x in ((f"run by {tick(ran)} ({', '.join(report_path(b, root).name for b in ran)})" if ran else ""),
                                            (f"configured in {tick([b for b in by if b not in ran])}" if len(ran) < len(by) else "")) if x)
             lines.append(f"| {p['paper'] + ', *' + p['title'] + '*' if i == 0 else ''} | {r['name']} | {r['what']} | {status or 'not yet'} |")
@@ -446,7 +446,7 @@ def standing(root: str | os.PathLike | None = None) -> str:
         seeds = re.search(r"Other seeds: (\d+) of \d+ evaluated claims rest on a table with models at other seeds \(`seed_check`\); "
                           r"(?:(\d+) of them|none of them)", text)
         weak = WEAK_CLAIMS.search(text)
-        part = [f"{sum(v == 'ok' for v in status.values())} of its {len(runs)} runs built"
+        part = [f"{sum(v in USABLE for v in status.values())} of its {len(runs)} runs built"
                 + (" (written while the batch ran: the others still to come)" if INTERIM_LEAD in text else "")]
         if claims: part.append(f"{claims[1]} of {claims[2]} of the papers' claims held" + (f" ({claims[3]} not evaluated)" if claims[3] else "")
                                + (f"; {weak[1]} compare a model no better than the untrained network (of the other {weak[2]}, {weak[3]} held)" if weak else "")
@@ -632,7 +632,8 @@ def plot_claims_against_compute(points: list[dict], title: str = ""):
         if all(x <= 0 for x, _ in xs): b.axhline(xs[0][1], ls=":", color="0.5", label=f"{model} (untrained)"); continue
         b.plot(*zip(*[(x, y) for x, y in xs if x > 0]), "o-", label=model, ms=4)
     b.set_ylabel("held-out k-NN accuracy"); b.set_xlabel("training minutes of the model"); b.legend(fontsize=7)
-    for ax in (a, b): ax.set_xscale("log")
+    for ax in (a, b):   # minutes within one decade: the minor ticks' labels would overlap
+        ax.set_xscale("log"); ax.xaxis.set_minor_formatter(plt.NullFormatter())
     if title: fig.suptitle(title, fontsize=9)
     fig.tight_layout()
     return fig
